@@ -1,0 +1,642 @@
+//! The article's fingerprint, byte for byte, in both of its languages.
+//!
+//! The article hashes the canonical JSON of the tool list (tools sorted by name,
+//! keys sorted, no whitespace) with SHA-256 and keeps 16 hex digits. Its
+//! TypeScript and Python programs agree only on ASCII text and integers:
+//!
+//! | | [`Scheme::Ts`] (`JSON.stringify`) | [`Scheme::Python`] (`json.dumps(sort_keys=True, separators=(",",":"))`) |
+//! |---|---|---|
+//! | key and tool order | UTF-16 code units | code points |
+//! | non-ASCII text | written as UTF-8 | `\uXXXX` escapes, surrogate pairs above U+FFFF |
+//! | DEL (U+007F) | literal | `\u007f` |
+//! | `1.0`, `1e2` | `1`, `100` | `1.0`, `100.0` |
+//! | `1e16` | `10000000000000000` | `1e+16` |
+//! | integers above 2^53 | rounded to a double | exact |
+//! | `1e400` | `null` | `Infinity` |
+//!
+//! So `café` or `1.0` anywhere in a tool list gives two different fingerprints;
+//! mcplint computes both and accepts either when it checks one ([`matches`]).
+//!
+//! Both encoders work from the raw JSON text, not from decoded Rust strings, so
+//! escaped lone surrogates (which both languages accept) survive exactly, and
+//! number digits are never lost to a lossy intermediate.
+//!
+//! The article leaves prompts, resources and the server's instructions out of
+//! its fingerprint although a rug pull can change them; [`context_digest`]
+//! covers those (documented in the README).
+
+use std::borrow::Cow;
+use std::cmp::Ordering;
+use std::fmt;
+
+use sha2::{Digest, Sha256};
+
+use crate::manifest::json::{for_each_unit, Document, Kind, NodeId, Unit};
+use crate::manifest::Server;
+
+/// Which of the article's two programs to reproduce.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, clap::ValueEnum, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Scheme {
+    /// The article's TypeScript (RFC 8785-style canonical JSON).
+    Ts,
+    /// The article's Python (`json.dumps(sort_keys=True, separators=(",",":"))`).
+    Python,
+}
+
+impl Scheme {
+    /// Both schemes, the default first.
+    pub const ALL: [Scheme; 2] = [Scheme::Ts, Scheme::Python];
+
+    /// The scheme's name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Scheme::Ts => "ts",
+            Scheme::Python => "python",
+        }
+    }
+}
+
+impl fmt::Display for Scheme {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A SHA-256 digest.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Fingerprint(pub [u8; 32]);
+
+impl Fingerprint {
+    /// All 64 hex digits.
+    pub fn full(&self) -> String {
+        crate::display::hex(&self.0)
+    }
+    /// The article's 16 hex digits.
+    pub fn short(&self) -> String {
+        crate::display::hex(&self.0[..8])
+    }
+    /// True if `hex` (16 to 64 hex digits, any case) is a prefix of this digest.
+    pub fn matches_hex(&self, hex: &str) -> bool {
+        let hex = hex.trim().to_ascii_lowercase();
+        hex.len() >= 16 && hex.len() <= 64 && self.full().starts_with(&hex)
+    }
+}
+
+impl fmt::Debug for Fingerprint {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Fingerprint({})", self.full())
+    }
+}
+
+impl fmt::Display for Fingerprint {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.short())
+    }
+}
+
+/// Buffered writer into SHA-256 (or a byte vector, for tests and `canonical`).
+struct Out<'a> {
+    buf: Vec<u8>,
+    hasher: Option<&'a mut Sha256>,
+}
+
+impl Out<'_> {
+    #[inline]
+    fn push(&mut self, b: u8) {
+        self.buf.push(b);
+        self.maybe_flush();
+    }
+    #[inline]
+    fn extend(&mut self, s: &[u8]) {
+        self.buf.extend_from_slice(s);
+        self.maybe_flush();
+    }
+    #[inline]
+    fn maybe_flush(&mut self) {
+        if self.buf.len() >= 1 << 16 {
+            if let Some(h) = self.hasher.as_deref_mut() {
+                h.update(&self.buf);
+                self.buf.clear();
+            }
+        }
+    }
+    fn finish(mut self) -> Vec<u8> {
+        if let Some(h) = self.hasher.take() {
+            h.update(&self.buf);
+            self.buf.clear();
+        }
+        self.buf
+    }
+}
+
+/// The canonical text of one value under `scheme` (for tests and debugging).
+pub fn canonical(doc: &Document, node: NodeId, scheme: Scheme) -> Vec<u8> {
+    let mut out = Out {
+        buf: Vec::new(),
+        hasher: None,
+    };
+    write_value(doc, node, scheme, &mut out);
+    out.finish()
+}
+
+/// The article's fingerprint of a list of tool objects.
+pub fn tools_fingerprint(doc: &Document, tools: &[NodeId], scheme: Scheme) -> Fingerprint {
+    let mut hasher = Sha256::new();
+    {
+        let mut out = Out {
+            buf: Vec::with_capacity(1 << 16),
+            hasher: Some(&mut hasher),
+        };
+        write_sorted_array(doc, tools, "name", scheme, &mut out);
+        out.finish();
+    }
+    Fingerprint(hasher.finalize().into())
+}
+
+/// The article's fingerprint of a server's tools.
+pub fn server_fingerprint(doc: &Document, server: &Server, scheme: Scheme) -> Fingerprint {
+    let nodes: Vec<NodeId> = server.tools.iter().map(|t| t.node).collect();
+    tools_fingerprint(doc, &nodes, scheme)
+}
+
+/// mcplint's second digest, over what the article's leaves out: the canonical
+/// JSON (under `scheme`) of
+/// `{"instructions": …, "prompts": [by name], "resourceTemplates": [by name], "resources": [by name]}`,
+/// with `instructions` `null` when the server gives none.
+pub fn context_digest(doc: &Document, server: &Server, scheme: Scheme) -> Fingerprint {
+    let mut hasher = Sha256::new();
+    {
+        let mut out = Out {
+            buf: Vec::new(),
+            hasher: Some(&mut hasher),
+        };
+        out.extend(b"{\"instructions\":");
+        match server.instructions {
+            Some(i) => write_value(doc, i, scheme, &mut out),
+            None => out.extend(b"null"),
+        }
+        out.extend(b",\"prompts\":");
+        let prompts: Vec<NodeId> = server.prompts.iter().map(|p| p.node).collect();
+        write_sorted_array(doc, &prompts, "name", scheme, &mut out);
+        out.extend(b",\"resourceTemplates\":");
+        let templates: Vec<NodeId> = server.resource_templates.iter().map(|r| r.node).collect();
+        write_sorted_array(doc, &templates, "name", scheme, &mut out);
+        out.extend(b",\"resources\":");
+        let resources: Vec<NodeId> = server.resources.iter().map(|r| r.node).collect();
+        write_sorted_array(doc, &resources, "name", scheme, &mut out);
+        out.push(b'}');
+        out.finish();
+    }
+    Fingerprint(hasher.finalize().into())
+}
+
+/// Which scheme, if any, gives `hex` (16 to 64 hex digits) for `tools`.
+pub fn matches(doc: &Document, tools: &[NodeId], hex: &str) -> Option<Scheme> {
+    Scheme::ALL
+        .into_iter()
+        .find(|&s| tools_fingerprint(doc, tools, s).matches_hex(hex))
+}
+
+/// Writes `items` sorted by their string member `key` (stable; items without
+/// it sort first, as `undefined` and missing keys never compare less).
+fn write_sorted_array(doc: &Document, items: &[NodeId], key: &str, scheme: Scheme, out: &mut Out<'_>) {
+    let mut keyed: Vec<(SortKey<'_>, NodeId)> = items
+        .iter()
+        .map(|&n| {
+            let k = doc
+                .get(n, key)
+                .filter(|&v| doc.kind(v) == Kind::String)
+                .map(|v| SortKey::of(doc, v, scheme))
+                .unwrap_or(SortKey::Missing);
+            (k, n)
+        })
+        .collect();
+    keyed.sort_by(|a, b| a.0.cmp(&b.0, scheme));
+    out.push(b'[');
+    for (i, (_, n)) in keyed.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        write_value(doc, *n, scheme, out);
+    }
+    out.push(b']');
+}
+
+/// A string decoded for ordering.
+enum SortKey<'a> {
+    /// A string without lone surrogates.
+    Text(Cow<'a, str>),
+    /// A string with lone surrogates: its UTF-16 code units (Ts) or code points
+    /// with surrogates kept as such (Python).
+    Units(Vec<u32>),
+    /// No such member.
+    Missing,
+}
+
+impl<'a> SortKey<'a> {
+    fn of(doc: &'a Document, n: NodeId, scheme: Scheme) -> Self {
+        if !doc.has_lone_surrogate(n) {
+            return SortKey::Text(doc.str(n).unwrap_or_default());
+        }
+        let raw = doc.str_raw(n).unwrap_or_default();
+        let mut units = Vec::new();
+        let push_char = |c: char, units: &mut Vec<u32>| match scheme {
+            Scheme::Ts => {
+                let mut b = [0u16; 2];
+                units.extend(c.encode_utf16(&mut b).iter().map(|&u| u as u32));
+            }
+            Scheme::Python => units.push(c as u32),
+        };
+        for_each_unit(raw, |u| match u {
+            Unit::Text(t) => t.chars().for_each(|c| push_char(c, &mut units)),
+            Unit::Char(c) => push_char(c, &mut units),
+            Unit::LoneSurrogate(s) => units.push(s as u32),
+        });
+        SortKey::Units(units)
+    }
+
+    fn units(&self, scheme: Scheme) -> Vec<u32> {
+        match self {
+            SortKey::Units(u) => u.clone(),
+            SortKey::Text(t) => match scheme {
+                Scheme::Ts => t.encode_utf16().map(|u| u as u32).collect(),
+                Scheme::Python => t.chars().map(|c| c as u32).collect(),
+            },
+            SortKey::Missing => Vec::new(),
+        }
+    }
+
+    fn cmp(&self, other: &Self, scheme: Scheme) -> Ordering {
+        match (self, other) {
+            (SortKey::Missing, SortKey::Missing) => Ordering::Equal,
+            (SortKey::Missing, _) => Ordering::Less,
+            (_, SortKey::Missing) => Ordering::Greater,
+            (SortKey::Text(a), SortKey::Text(b)) => match scheme {
+                // UTF-8 byte order is code point order.
+                Scheme::Python => a.as_bytes().cmp(b.as_bytes()),
+                Scheme::Ts => cmp_utf16(a, b),
+            },
+            _ => self.units(scheme).cmp(&other.units(scheme)),
+        }
+    }
+}
+
+/// Compares two strings by UTF-16 code units, as JavaScript's `<` does,
+/// without transcoding: only a supplementary character (encoded from
+/// U+D800) against a BMP character at or above U+E000 orders differently from
+/// code points.
+pub fn cmp_utf16(a: &str, b: &str) -> Ordering {
+    if a.is_ascii() && b.is_ascii() {
+        return a.as_bytes().cmp(b.as_bytes());
+    }
+    let mut ai = a.chars();
+    let mut bi = b.chars();
+    loop {
+        match (ai.next(), bi.next()) {
+            (None, None) => return Ordering::Equal,
+            (None, Some(_)) => return Ordering::Less,
+            (Some(_), None) => return Ordering::Greater,
+            (Some(x), Some(y)) if x == y => continue,
+            (Some(x), Some(y)) => {
+                let ux = first_unit(x);
+                let uy = first_unit(y);
+                return if ux != uy { ux.cmp(&uy) } else { x.cmp(&y) };
+            }
+        }
+    }
+}
+
+fn first_unit(c: char) -> u32 {
+    let c = c as u32;
+    if c >= 0x10000 {
+        0xd800 + ((c - 0x10000) >> 10)
+    } else {
+        c
+    }
+}
+
+fn write_value(doc: &Document, n: NodeId, scheme: Scheme, out: &mut Out<'_>) {
+    match doc.kind(n) {
+        Kind::Null => out.extend(b"null"),
+        Kind::Bool => out.extend(if doc.as_bool(n) == Some(true) {
+            b"true"
+        } else {
+            b"false"
+        }),
+        Kind::Number => write_number(doc.raw(n), scheme, out),
+        Kind::String => write_string(doc, n, scheme, out),
+        Kind::Array => {
+            out.push(b'[');
+            for (i, &c) in doc.array(n).unwrap_or_default().iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                write_value(doc, c, scheme, out);
+            }
+            out.push(b']');
+        }
+        Kind::Object => write_object(doc, n, scheme, out),
+    }
+}
+
+fn write_object(doc: &Document, n: NodeId, scheme: Scheme, out: &mut Out<'_>) {
+    let mut members: Vec<(SortKey<'_>, NodeId, NodeId)> = doc
+        .members(n)
+        .into_iter()
+        .flatten()
+        .map(|(k, v)| (SortKey::of(doc, k, scheme), k, v))
+        .collect();
+    // Stable, so among duplicate keys the last stays last; it is the one that
+    // JSON.parse and json.loads keep.
+    members.sort_by(|a, b| a.0.cmp(&b.0, scheme));
+    out.push(b'{');
+    let mut first = true;
+    for i in 0..members.len() {
+        if i + 1 < members.len() && members[i].0.cmp(&members[i + 1].0, scheme) == Ordering::Equal {
+            continue;
+        }
+        if !first {
+            out.push(b',');
+        }
+        first = false;
+        write_string(doc, members[i].1, scheme, out);
+        out.push(b':');
+        write_value(doc, members[i].2, scheme, out);
+    }
+    out.push(b'}');
+}
+
+const HEX: &[u8; 16] = b"0123456789abcdef";
+
+fn write_u_escape(u: u32, out: &mut Out<'_>) {
+    out.extend(&[
+        b'\\',
+        b'u',
+        HEX[(u >> 12 & 0xf) as usize],
+        HEX[(u >> 8 & 0xf) as usize],
+        HEX[(u >> 4 & 0xf) as usize],
+        HEX[(u & 0xf) as usize],
+    ]);
+}
+
+fn write_char(c: char, scheme: Scheme, out: &mut Out<'_>) {
+    match c {
+        '"' => out.extend(b"\\\""),
+        '\\' => out.extend(b"\\\\"),
+        '\n' => out.extend(b"\\n"),
+        '\r' => out.extend(b"\\r"),
+        '\t' => out.extend(b"\\t"),
+        '\u{8}' => out.extend(b"\\b"),
+        '\u{c}' => out.extend(b"\\f"),
+        c if (c as u32) < 0x20 => write_u_escape(c as u32, out),
+        c if scheme == Scheme::Ts || (' '..='~').contains(&c) => {
+            let mut b = [0u8; 4];
+            out.extend(c.encode_utf8(&mut b).as_bytes());
+        }
+        c => {
+            let mut b = [0u16; 2];
+            for &u in c.encode_utf16(&mut b).iter() {
+                write_u_escape(u as u32, out);
+            }
+        }
+    }
+}
+
+fn write_string(doc: &Document, n: NodeId, scheme: Scheme, out: &mut Out<'_>) {
+    let raw = doc.str_raw(n).unwrap_or_default();
+    out.push(b'"');
+    let plain_ok = |t: &str| match scheme {
+        // Printable ASCII except the two characters that need escaping is
+        // written as is by both languages; JavaScript also writes any other
+        // character from U+0020 up literally.
+        Scheme::Python => t.bytes().all(|b| (0x20..0x7f).contains(&b) && b != b'"' && b != b'\\'),
+        Scheme::Ts => t.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\'),
+    };
+    if !doc.is_escaped(n) && plain_ok(raw) {
+        out.extend(raw.as_bytes());
+    } else {
+        for_each_unit(raw, |u| match u {
+            Unit::Text(t) if plain_ok(t) => out.extend(t.as_bytes()),
+            Unit::Text(t) => t.chars().for_each(|c| write_char(c, scheme, out)),
+            Unit::Char(c) => write_char(c, scheme, out),
+            // Both languages write a lone surrogate as a lowercase \u escape.
+            Unit::LoneSurrogate(s) => write_u_escape(s as u32, out),
+        });
+    }
+    out.push(b'"');
+}
+
+/// Shortest round-trip digits and decimal point position of a finite, non-zero
+/// double: `x = 0.d1d2d3… × 10^point`.
+fn shortest_digits(x: f64) -> (String, i32) {
+    // Rust's `{:e}` prints the shortest digits that round-trip, choosing the
+    // closest when several are as short (as ECMAScript and Python's repr do).
+    let s = format!("{:e}", x.abs());
+    let (mant, exp) = s.split_once('e').unwrap_or((&s, "0"));
+    let digits: String = mant.chars().filter(|c| c.is_ascii_digit()).collect();
+    let exp: i32 = exp.parse().unwrap_or(0);
+    (digits, exp + 1)
+}
+
+fn is_integer_literal(raw: &str) -> bool {
+    !raw.contains(['.', 'e', 'E'])
+}
+
+fn write_number(raw: &str, scheme: Scheme, out: &mut Out<'_>) {
+    match scheme {
+        Scheme::Python => {
+            if is_integer_literal(raw) {
+                // Python ints are exact at any size; "-0" is int 0.
+                if raw.trim_start_matches('-').bytes().all(|b| b == b'0') {
+                    out.push(b'0');
+                } else {
+                    out.extend(raw.as_bytes());
+                }
+                return;
+            }
+            out.extend(python_float_repr(raw.parse::<f64>().unwrap_or(f64::NAN)).as_bytes());
+        }
+        Scheme::Ts => out.extend(js_number(raw.parse::<f64>().unwrap_or(f64::NAN)).as_bytes()),
+    }
+}
+
+/// Python's `repr(float)` as `json.dumps` writes it.
+pub fn python_float_repr(x: f64) -> String {
+    if x.is_nan() {
+        return "NaN".into();
+    }
+    if x.is_infinite() {
+        return if x > 0.0 { "Infinity" } else { "-Infinity" }.into();
+    }
+    if x == 0.0 {
+        return if x.is_sign_negative() { "-0.0" } else { "0.0" }.into();
+    }
+    let (d, point) = shortest_digits(x);
+    let mut s = String::new();
+    if x < 0.0 {
+        s.push('-');
+    }
+    let k = d.len() as i32;
+    if point <= -4 || point > 16 {
+        s.push_str(&d[..1]);
+        if k > 1 {
+            s.push('.');
+            s.push_str(&d[1..]);
+        }
+        let e = point - 1;
+        s.push('e');
+        s.push(if e < 0 { '-' } else { '+' });
+        s.push_str(&format!("{:02}", e.abs()));
+    } else if point <= 0 {
+        s.push_str("0.");
+        s.push_str(&"0".repeat((-point) as usize));
+        s.push_str(&d);
+    } else if point < k {
+        s.push_str(&d[..point as usize]);
+        s.push('.');
+        s.push_str(&d[point as usize..]);
+    } else {
+        s.push_str(&d);
+        s.push_str(&"0".repeat((point - k) as usize));
+        s.push_str(".0");
+    }
+    s
+}
+
+/// ECMAScript's `Number::toString` as `JSON.stringify` writes it (non-finite
+/// numbers become `null`).
+pub fn js_number(x: f64) -> String {
+    if !x.is_finite() {
+        return "null".into();
+    }
+    if x == 0.0 {
+        return "0".into();
+    }
+    let (d, n) = shortest_digits(x);
+    let k = d.len() as i32;
+    let mut s = String::new();
+    if x < 0.0 {
+        s.push('-');
+    }
+    if k <= n && n <= 21 {
+        s.push_str(&d);
+        s.push_str(&"0".repeat((n - k) as usize));
+    } else if 0 < n && n <= 21 {
+        s.push_str(&d[..n as usize]);
+        s.push('.');
+        s.push_str(&d[n as usize..]);
+    } else if -6 < n && n <= 0 {
+        s.push_str("0.");
+        s.push_str(&"0".repeat((-n) as usize));
+        s.push_str(&d);
+    } else {
+        let e = n - 1;
+        s.push_str(&d[..1]);
+        if k > 1 {
+            s.push('.');
+            s.push_str(&d[1..]);
+        }
+        s.push('e');
+        s.push(if e < 0 { '-' } else { '+' });
+        s.push_str(&e.abs().to_string());
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::manifest::json::ParseOptions;
+
+    fn doc(s: &str) -> Document {
+        Document::parse(s.as_bytes().to_vec(), &ParseOptions::default()).unwrap()
+    }
+
+    fn canon(s: &str, scheme: Scheme) -> String {
+        let d = doc(s);
+        String::from_utf8(canonical(&d, d.root(), scheme)).unwrap()
+    }
+
+    #[test]
+    fn numbers_in_both_languages() {
+        let cases = [
+            ("1", "1", "1"),
+            ("-0", "0", "0"),
+            ("-0.0", "0", "-0.0"),
+            ("1.0", "1", "1.0"),
+            ("1e2", "100", "100.0"),
+            ("1E16", "10000000000000000", "1e+16"),
+            ("1e15", "1000000000000000", "1000000000000000.0"),
+            ("1e21", "1e+21", "1e+21"),
+            ("1e20", "100000000000000000000", "1e+20"),
+            ("0.0001", "0.0001", "0.0001"),
+            ("0.00001", "0.00001", "1e-05"),
+            ("1e-7", "1e-7", "1e-07"),
+            ("1.5e-7", "1.5e-7", "1.5e-07"),
+            ("0.1", "0.1", "0.1"),
+            ("123.456", "123.456", "123.456"),
+            ("9007199254740993", "9007199254740992", "9007199254740993"),
+            ("12345678901234567890", "12345678901234567000", "12345678901234567890"),
+            ("1e400", "null", "Infinity"),
+            ("-1e400", "null", "-Infinity"),
+            ("5e-324", "5e-324", "5e-324"),
+            ("1.7976931348623157e308", "1.7976931348623157e+308", "1.7976931348623157e+308"),
+        ];
+        for (raw, ts, py) in cases {
+            assert_eq!(canon(raw, Scheme::Ts), ts, "ts {raw}");
+            assert_eq!(canon(raw, Scheme::Python), py, "python {raw}");
+        }
+    }
+
+    #[test]
+    fn strings_in_both_languages() {
+        let s = r#""caf\u00e9 \u2028 \u007f \ud83d\ude00 \u0001 \n \"q\" \/ \ud800""#;
+        assert_eq!(
+            canon(s, Scheme::Ts),
+            "\"café \u{2028} \u{7f} 😀 \\u0001 \\n \\\"q\\\" / \\ud800\""
+        );
+        assert_eq!(
+            canon(s, Scheme::Python),
+            r#""caf\u00e9 \u2028 \u007f \ud83d\ude00 \u0001 \n \"q\" / \ud800""#
+        );
+    }
+
+    #[test]
+    fn key_order_differs_between_languages() {
+        // U+FF21 (fullwidth A) vs U+1F600: code points put U+FF21 first, UTF-16
+        // code units put the emoji's high surrogate (U+D83D) first.
+        let s = "{\"\u{ff21}\":1,\"\u{1f600}\":2,\"a\":3}";
+        assert_eq!(canon(s, Scheme::Ts), "{\"a\":3,\"\u{1f600}\":2,\"\u{ff21}\":1}");
+        assert_eq!(canon(s, Scheme::Python), "{\"a\":3,\"\\uff21\":1,\"\\ud83d\\ude00\":2}");
+    }
+
+    #[test]
+    fn duplicate_keys_last_wins() {
+        assert_eq!(canon(r#"{"b":1,"a":2,"b":3}"#, Scheme::Ts), r#"{"a":2,"b":3}"#);
+    }
+
+    #[test]
+    fn article_example_fingerprint() {
+        // The article's `reviewed` list; both of its programs print this value
+        // (checked against ../shared/oracles in tests/fingerprint_oracle.rs).
+        let d = doc(r#"[{"name":"get_forecast","description":"Forecast for a city for the next three days.","inputSchema":{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}}]"#);
+        let tools = d.array(d.root()).unwrap().to_vec();
+        let ts = tools_fingerprint(&d, &tools, Scheme::Ts);
+        let py = tools_fingerprint(&d, &tools, Scheme::Python);
+        assert_eq!(ts, py, "ASCII-only lists agree across schemes");
+        let canon = String::from_utf8(canonical(&d, d.root(), Scheme::Ts)).unwrap();
+        let expected = Sha256::digest(canon.as_bytes());
+        assert_eq!(ts.0.as_slice(), expected.as_slice());
+        assert_eq!(matches(&d, &tools, &ts.short()), Some(Scheme::Ts));
+        assert_eq!(matches(&d, &tools, "0000000000000000"), None);
+    }
+
+    #[test]
+    fn utf16_comparison() {
+        assert_eq!(cmp_utf16("\u{ff21}", "\u{1f600}"), Ordering::Greater);
+        assert_eq!(cmp_utf16("\u{d7ff}", "\u{1f600}"), Ordering::Less);
+        assert_eq!(cmp_utf16("a", "ab"), Ordering::Less);
+        assert_eq!(cmp_utf16("\u{10000}", "\u{10001}"), Ordering::Less);
+    }
+}

@@ -1,0 +1,13 @@
+//! mcplint decides whether a third-party MCP server may be trusted, and proves
+//! it again every time the server changes.
+//!
+//! Data flows one way: inputs are loaded into the [`manifest`] model (with exact
+//! byte spans), [`fingerprint`] hashes them as the article does, checks produce
+//! [`finding`]s, and the CLI ([`cli`]) renders them. Nothing below imports what
+//! is above it.
+
+pub mod cli;
+pub mod display;
+pub mod finding;
+pub mod fingerprint;
+pub mod manifest;

@@ -1,0 +1,1379 @@
+//! A strict, span-keeping JSON parser.
+//!
+//! Manifests are hostile input, and every finding must point at the exact bytes it
+//! is about, so mcplint does not parse JSON with `serde_json`: it keeps a compact
+//! tree in which every value knows its byte range in the source, duplicate object
+//! keys are kept (and reported: one reader shows the first `description`, another
+//! the last), numbers keep their raw text (the fingerprint schemes format numbers
+//! differently and need the original digits), and strings are decoded lazily.
+//!
+//! The parser is strict RFC 8259 JSON (no comments, no trailing commas, no `NaN`,
+//! no byte-order mark) unless [`ParseOptions::jsonc`] is set, which the loaders use
+//! only for client configs that are JSONC by definition (VS Code's `mcp.json`).
+//! It never recurses deeper than [`ParseOptions::max_depth`], so a deeply nested
+//! file is an error, not a stack overflow.
+//!
+//! Node ids are assigned in pre-order: a container comes before its children and
+//! its whole subtree occupies a contiguous id range. [`Document::pointer`] uses
+//! that to find any node's JSON pointer without parent links.
+
+use std::borrow::Cow;
+use std::fmt;
+use std::ops::Range;
+
+/// Index of a node in a [`Document`].
+pub type NodeId = u32;
+
+/// A byte range in the source text, `start..end`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
+pub struct Span {
+    /// First byte.
+    pub start: usize,
+    /// One past the last byte.
+    pub end: usize,
+}
+
+impl Span {
+    /// A span from `start` to `end`.
+    pub fn new(start: usize, end: usize) -> Self {
+        Span { start, end }
+    }
+    /// Length in bytes.
+    pub fn len(&self) -> usize {
+        self.end - self.start
+    }
+    /// True if the span covers no byte.
+    pub fn is_empty(&self) -> bool {
+        self.start == self.end
+    }
+    /// As a `Range<usize>`.
+    pub fn range(&self) -> Range<usize> {
+        self.start..self.end
+    }
+}
+
+impl From<Span> for miette::SourceSpan {
+    fn from(s: Span) -> Self {
+        (s.start, s.len()).into()
+    }
+}
+
+/// The kind of a JSON value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Kind {
+    /// `null`
+    Null,
+    /// `true` or `false`
+    Bool,
+    /// A number; its raw text is kept.
+    Number,
+    /// A string.
+    String,
+    /// An array.
+    Array,
+    /// An object (members in source order, duplicates kept).
+    Object,
+}
+
+impl Kind {
+    /// The JSON name of the kind, for messages.
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Null => "null",
+            Kind::Bool => "a boolean",
+            Kind::Number => "a number",
+            Kind::String => "a string",
+            Kind::Array => "an array",
+            Kind::Object => "an object",
+        }
+    }
+}
+
+/// Flag: a string contains at least one backslash escape.
+const F_ESCAPED: u8 = 1;
+/// Flag: a boolean is true.
+const F_TRUE: u8 = 2;
+/// Flag: a string contains an escaped lone surrogate (`\ud800` without its pair),
+/// which Rust strings cannot hold; [`Document::str`] shows it as U+FFFD.
+const F_LONE_SURROGATE: u8 = 4;
+
+#[derive(Clone, Copy, Debug)]
+struct Node {
+    start: u32,
+    end: u32,
+    kind: Kind,
+    flags: u8,
+    /// Containers: index of the first child in `links`; objects store key, value pairs.
+    first: u32,
+    /// Containers: number of entries in `links` (twice the member count for objects).
+    len: u32,
+}
+
+/// Limits and leniency for [`Document::parse`].
+#[derive(Clone, Debug)]
+pub struct ParseOptions {
+    /// Deepest nesting of arrays and objects accepted.
+    pub max_depth: usize,
+    /// Largest input accepted, in bytes.
+    pub max_size: usize,
+    /// Accept `//` and `/* */` comments and trailing commas (JSONC).
+    pub jsonc: bool,
+}
+
+/// Default nesting limit: real manifests nest schemas a dozen levels deep at most.
+pub const DEFAULT_MAX_DEPTH: usize = 128;
+/// Default size limit: 256 MiB, four times the largest tool list seen in the wild.
+pub const DEFAULT_MAX_SIZE: usize = 256 * 1024 * 1024;
+
+impl Default for ParseOptions {
+    fn default() -> Self {
+        ParseOptions {
+            max_depth: DEFAULT_MAX_DEPTH,
+            max_size: DEFAULT_MAX_SIZE,
+            jsonc: false,
+        }
+    }
+}
+
+/// What went wrong while parsing.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ErrorKind {
+    /// The bytes are not UTF-8.
+    InvalidUtf8,
+    /// A NUL byte outside any string.
+    NulByte,
+    /// A UTF-8 byte-order mark at the start.
+    ByteOrderMark,
+    /// A raw control character (U+0000..U+001F) inside a string.
+    ControlInString(u8),
+    /// A backslash escape that JSON does not define.
+    BadEscape,
+    /// A `\u` escape without four hex digits.
+    BadUnicodeEscape,
+    /// A number that does not follow JSON's grammar.
+    BadNumber,
+    /// Something unexpected, with what was expected.
+    Unexpected(&'static str),
+    /// The input ended inside a value.
+    UnexpectedEof(&'static str),
+    /// Something after the top-level value.
+    TrailingGarbage,
+    /// Nesting deeper than the limit.
+    TooDeep(usize),
+    /// Input larger than the limit.
+    TooLarge {
+        /// Actual size.
+        size: usize,
+        /// The limit.
+        limit: usize,
+    },
+    /// An empty file.
+    Empty,
+}
+
+impl fmt::Display for ErrorKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ErrorKind::InvalidUtf8 => write!(f, "invalid UTF-8"),
+            ErrorKind::NulByte => write!(f, "NUL byte in JSON text"),
+            ErrorKind::ByteOrderMark => write!(
+                f,
+                "byte-order mark at the start of the file (JSON must not have one)"
+            ),
+            ErrorKind::ControlInString(b) => write!(
+                f,
+                "unescaped control character U+{b:04X} inside a string (must be written as \\u{b:04x})"
+            ),
+            ErrorKind::BadEscape => write!(f, "invalid escape sequence in a string"),
+            ErrorKind::BadUnicodeEscape => write!(f, "\\u escape needs four hex digits"),
+            ErrorKind::BadNumber => write!(f, "invalid number"),
+            ErrorKind::Unexpected(what) => write!(f, "unexpected character, expected {what}"),
+            ErrorKind::UnexpectedEof(what) => write!(f, "unexpected end of input, expected {what}"),
+            ErrorKind::TrailingGarbage => write!(f, "unexpected data after the JSON value"),
+            ErrorKind::TooDeep(limit) => write!(f, "nesting deeper than {limit} levels"),
+            ErrorKind::TooLarge { size, limit } => {
+                write!(f, "input is {size} bytes, over the {limit}-byte limit")
+            }
+            ErrorKind::Empty => write!(f, "empty input, expected a JSON value"),
+        }
+    }
+}
+
+/// A parse error with the byte range it is about.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ParseError {
+    /// What went wrong.
+    pub kind: ErrorKind,
+    /// Where.
+    pub span: Span,
+}
+
+impl fmt::Display for ParseError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.kind.fmt(f)
+    }
+}
+
+impl std::error::Error for ParseError {}
+
+/// A duplicated object key: `first` and `second` are the key nodes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DuplicateKey {
+    /// The object holding both.
+    pub object: NodeId,
+    /// The earlier key.
+    pub first: NodeId,
+    /// The later key (the one JavaScript and Python keep).
+    pub second: NodeId,
+}
+
+/// A parsed JSON text: the source and a compact tree with byte spans.
+#[derive(Clone)]
+pub struct Document {
+    text: String,
+    nodes: Vec<Node>,
+    links: Vec<NodeId>,
+    duplicates: Vec<DuplicateKey>,
+}
+
+impl fmt::Debug for Document {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Document")
+            .field("bytes", &self.text.len())
+            .field("nodes", &self.nodes.len())
+            .finish()
+    }
+}
+
+/// Entry in a string's map from decoded to raw offsets.
+///
+/// Each escape, and each run of plain text, is one segment.
+#[derive(Clone, Copy, Debug)]
+struct Segment {
+    decoded: usize,
+    raw: usize,
+    /// Decoded length of this segment.
+    decoded_len: usize,
+    /// Raw length of this segment.
+    raw_len: usize,
+    /// True for a run of unescaped text (so offsets map one to one inside it).
+    plain: bool,
+}
+
+impl Document {
+    /// Parses `bytes` as JSON.
+    pub fn parse(bytes: Vec<u8>, opts: &ParseOptions) -> Result<Document, ParseError> {
+        Self::parse_keep(bytes, opts).map_err(|(e, _)| e)
+    }
+
+    /// Parses `bytes` as JSON; on failure the bytes come back with the error, so
+    /// the caller can show the source without keeping a second copy.
+    pub fn parse_keep(bytes: Vec<u8>, opts: &ParseOptions) -> Result<Document, (ParseError, Vec<u8>)> {
+        let limit = opts.max_size.min(u32::MAX as usize - 1);
+        if bytes.len() > limit {
+            let e = ParseError {
+                kind: ErrorKind::TooLarge {
+                    size: bytes.len(),
+                    limit,
+                },
+                span: Span::new(0, 0),
+            };
+            return Err((e, bytes));
+        }
+        let text = match String::from_utf8(bytes) {
+            Ok(t) => t,
+            Err(e) => {
+                let at = e.utf8_error().valid_up_to();
+                let len = e.utf8_error().error_len().unwrap_or(1);
+                let err = ParseError {
+                    kind: ErrorKind::InvalidUtf8,
+                    span: Span::new(at, at + len),
+                };
+                return Err((err, e.into_bytes()));
+            }
+        };
+        Self::parse_string(text, opts).map_err(|(e, t)| (e, t.into_bytes()))
+    }
+
+    /// Parses a string; on failure the string comes back with the error.
+    pub fn parse_string(text: String, opts: &ParseOptions) -> Result<Document, (ParseError, String)> {
+        match Self::build(&text, opts) {
+            Ok((nodes, links, duplicates)) => Ok(Document {
+                text,
+                nodes,
+                links,
+                duplicates,
+            }),
+            Err(e) => Err((e, text)),
+        }
+    }
+
+    #[allow(clippy::type_complexity)]
+    fn build(
+        text: &str,
+        opts: &ParseOptions,
+    ) -> Result<(Vec<Node>, Vec<NodeId>, Vec<DuplicateKey>), ParseError> {
+        let limit = opts.max_size.min(u32::MAX as usize - 1);
+        if text.len() > limit {
+            return Err(ParseError {
+                kind: ErrorKind::TooLarge {
+                    size: text.len(),
+                    limit,
+                },
+                span: Span::new(0, 0),
+            });
+        }
+        if text.starts_with('\u{feff}') {
+            return Err(ParseError {
+                kind: ErrorKind::ByteOrderMark,
+                span: Span::new(0, 3),
+            });
+        }
+        let mut p = Parser {
+            src: text.as_bytes(),
+            pos: 0,
+            opts,
+            nodes: Vec::with_capacity(text.len() / 24 + 4),
+            links: Vec::with_capacity(text.len() / 32 + 4),
+            scratch: Vec::new(),
+            duplicates: Vec::new(),
+            depth: 0,
+        };
+        p.skip_ws()?;
+        if p.pos >= p.src.len() {
+            return Err(ParseError {
+                kind: ErrorKind::Empty,
+                span: Span::new(0, 0),
+            });
+        }
+        p.value()?;
+        p.skip_ws()?;
+        if p.pos < p.src.len() {
+            let kind = if p.src[p.pos] == 0 {
+                ErrorKind::NulByte
+            } else {
+                ErrorKind::TrailingGarbage
+            };
+            return Err(ParseError {
+                kind,
+                span: Span::new(p.pos, p.src.len().min(p.pos + char_len(p.src, p.pos))),
+            });
+        }
+        p.nodes.shrink_to_fit();
+        p.links.shrink_to_fit();
+        Ok((p.nodes, p.links, p.duplicates))
+    }
+
+    /// The source text.
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+
+    /// The root value.
+    pub fn root(&self) -> NodeId {
+        0
+    }
+
+    /// Number of nodes (values and object keys).
+    pub fn node_count(&self) -> usize {
+        self.nodes.len()
+    }
+
+    /// Duplicate keys found while parsing.
+    pub fn duplicates(&self) -> &[DuplicateKey] {
+        &self.duplicates
+    }
+
+    fn node(&self, id: NodeId) -> &Node {
+        &self.nodes[id as usize]
+    }
+
+    /// The kind of a node.
+    pub fn kind(&self, id: NodeId) -> Kind {
+        self.node(id).kind
+    }
+
+    /// The byte range of a node's raw text (strings include their quotes).
+    pub fn span(&self, id: NodeId) -> Span {
+        let n = self.node(id);
+        Span::new(n.start as usize, n.end as usize)
+    }
+
+    /// The raw source text of a node.
+    pub fn raw(&self, id: NodeId) -> &str {
+        &self.text[self.span(id).range()]
+    }
+
+    /// The value of a boolean node.
+    pub fn as_bool(&self, id: NodeId) -> Option<bool> {
+        let n = self.node(id);
+        (n.kind == Kind::Bool).then_some(n.flags & F_TRUE != 0)
+    }
+
+    /// The raw text of a number node.
+    pub fn number_raw(&self, id: NodeId) -> Option<&str> {
+        (self.kind(id) == Kind::Number).then(|| self.raw(id))
+    }
+
+    /// True if a string node contains a backslash escape.
+    pub fn is_escaped(&self, id: NodeId) -> bool {
+        self.node(id).flags & F_ESCAPED != 0
+    }
+
+    /// True if a string node contains an escaped lone surrogate.
+    pub fn has_lone_surrogate(&self, id: NodeId) -> bool {
+        self.node(id).flags & F_LONE_SURROGATE != 0
+    }
+
+    /// The raw text between a string node's quotes.
+    pub fn str_raw(&self, id: NodeId) -> Option<&str> {
+        let n = self.node(id);
+        (n.kind == Kind::String).then(|| &self.text[n.start as usize + 1..n.end as usize - 1])
+    }
+
+    /// The decoded value of a string node (lone surrogates become U+FFFD).
+    pub fn str(&self, id: NodeId) -> Option<Cow<'_, str>> {
+        let raw = self.str_raw(id)?;
+        if !self.is_escaped(id) {
+            return Some(Cow::Borrowed(raw));
+        }
+        let mut out = String::with_capacity(raw.len());
+        for_each_unit(raw, |u| match u {
+            Unit::Text(t) => out.push_str(t),
+            Unit::Char(c) => out.push(c),
+            Unit::LoneSurrogate(_) => out.push('\u{fffd}'),
+        });
+        Some(Cow::Owned(out))
+    }
+
+    /// The elements of an array node.
+    pub fn array(&self, id: NodeId) -> Option<&[NodeId]> {
+        let n = self.node(id);
+        (n.kind == Kind::Array).then(|| &self.links[n.first as usize..(n.first + n.len) as usize])
+    }
+
+    /// The members of an object node as `(key, value)` pairs, in source order,
+    /// duplicates included.
+    pub fn members(&self, id: NodeId) -> Option<impl Iterator<Item = (NodeId, NodeId)> + '_> {
+        let n = self.node(id);
+        (n.kind == Kind::Object).then(|| {
+            self.links[n.first as usize..(n.first + n.len) as usize]
+                .chunks_exact(2)
+                .map(|kv| (kv[0], kv[1]))
+        })
+    }
+
+    /// Number of members of an object (duplicates included) or elements of an array.
+    pub fn len(&self, id: NodeId) -> usize {
+        let n = self.node(id);
+        match n.kind {
+            Kind::Object => n.len as usize / 2,
+            Kind::Array => n.len as usize,
+            _ => 0,
+        }
+    }
+
+    /// True if a container has no entries (or the node is not a container).
+    pub fn is_empty(&self, id: NodeId) -> bool {
+        self.len(id) == 0
+    }
+
+    /// True if string node `key` decodes to `name`.
+    pub fn key_is(&self, key: NodeId, name: &str) -> bool {
+        match self.str_raw(key) {
+            Some(raw) if !self.is_escaped(key) => raw == name,
+            Some(_) => self.str(key).is_some_and(|s| s == name),
+            None => false,
+        }
+    }
+
+    /// The member `name` of an object. With duplicate keys the last one wins, as in
+    /// JavaScript's `JSON.parse` and Python's `json.loads`.
+    pub fn get(&self, obj: NodeId, name: &str) -> Option<NodeId> {
+        self.get_entry(obj, name).map(|(_, v)| v)
+    }
+
+    /// The member `name` of an object as `(key, value)`, last duplicate winning.
+    pub fn get_entry(&self, obj: NodeId, name: &str) -> Option<(NodeId, NodeId)> {
+        let mut found = None;
+        for (k, v) in self.members(obj)? {
+            if self.key_is(k, name) {
+                found = Some((k, v));
+            }
+        }
+        found
+    }
+
+    /// The string member `name` of an object, decoded.
+    pub fn get_str(&self, obj: NodeId, name: &str) -> Option<Cow<'_, str>> {
+        self.get(obj, name).and_then(|v| self.str(v))
+    }
+
+    /// Converts the node to a `serde_json::Value` (duplicates: last wins; numbers
+    /// that `serde_json` cannot hold exactly become their nearest `f64`).
+    pub fn to_value(&self, id: NodeId) -> serde_json::Value {
+        use serde_json::Value;
+        match self.kind(id) {
+            Kind::Null => Value::Null,
+            Kind::Bool => Value::Bool(self.as_bool(id).unwrap_or(false)),
+            Kind::Number => {
+                let raw = self.raw(id);
+                serde_json::from_str::<serde_json::Number>(raw)
+                    .map(Value::Number)
+                    .or_else(|_| {
+                        raw.parse::<f64>()
+                            .ok()
+                            .and_then(serde_json::Number::from_f64)
+                            .map(Value::Number)
+                            .ok_or(())
+                    })
+                    .unwrap_or(Value::Null)
+            }
+            Kind::String => Value::String(self.str(id).unwrap_or_default().into_owned()),
+            Kind::Array => Value::Array(
+                self.array(id)
+                    .unwrap_or_default()
+                    .iter()
+                    .map(|&c| self.to_value(c))
+                    .collect(),
+            ),
+            Kind::Object => {
+                let mut map = serde_json::Map::new();
+                for (k, v) in self.members(id).into_iter().flatten() {
+                    map.insert(self.str(k).unwrap_or_default().into_owned(), self.to_value(v));
+                }
+                Value::Object(map)
+            }
+        }
+    }
+
+    /// The last node id inside the subtree rooted at `id` (inclusive).
+    fn subtree_end(&self, id: NodeId) -> NodeId {
+        let n = self.node(id);
+        match n.kind {
+            Kind::Array | Kind::Object if n.len > 0 => {
+                let last = self.links[(n.first + n.len - 1) as usize];
+                self.subtree_end(last)
+            }
+            _ => id,
+        }
+    }
+
+    /// The RFC 6901 JSON pointer of a node. For an object key, the pointer of
+    /// its value. Duplicate keys share a pointer.
+    pub fn pointer(&self, target: NodeId) -> String {
+        let mut out = String::new();
+        let mut cur = self.root();
+        while cur != target {
+            let n = *self.node(cur);
+            let children = &self.links[n.first as usize..(n.first + n.len) as usize];
+            // Children ids ascend; the subtree holding `target` starts at the
+            // greatest child id not above it.
+            let idx = match children.binary_search(&target) {
+                Ok(i) => i,
+                Err(0) => return out,
+                Err(i) => i - 1,
+            };
+            match n.kind {
+                Kind::Array => {
+                    out.push('/');
+                    out.push_str(&idx.to_string());
+                    cur = children[idx];
+                }
+                Kind::Object => {
+                    let pair = idx / 2;
+                    let key = children[pair * 2];
+                    push_pointer_token(&mut out, &self.str(key).unwrap_or_default());
+                    if key == target {
+                        return out;
+                    }
+                    cur = children[pair * 2 + 1];
+                }
+                _ => return out,
+            }
+            if self.subtree_end(cur) < target && cur != target {
+                return out;
+            }
+        }
+        out
+    }
+
+    /// Resolves an RFC 6901 JSON pointer (last duplicate key wins).
+    pub fn resolve(&self, pointer: &str) -> Option<NodeId> {
+        let mut cur = self.root();
+        if pointer.is_empty() {
+            return Some(cur);
+        }
+        let rest = pointer.strip_prefix('/')?;
+        for tok in rest.split('/') {
+            let tok = tok.replace("~1", "/").replace("~0", "~");
+            cur = match self.kind(cur) {
+                Kind::Object => self.get(cur, &tok)?,
+                Kind::Array => *self.array(cur)?.get(tok.parse::<usize>().ok()?)?,
+                _ => return None,
+            };
+        }
+        Some(cur)
+    }
+
+    /// Maps a byte range of a string node's decoded text to the raw bytes that
+    /// encode it (escapes included whole). Out-of-range offsets are clamped.
+    pub fn raw_span_of_decoded(&self, id: NodeId, decoded: Range<usize>) -> Span {
+        let n = *self.node(id);
+        let base = n.start as usize + 1;
+        let Some(raw) = self.str_raw(id) else {
+            return self.span(id);
+        };
+        if n.flags & F_ESCAPED == 0 {
+            let s = decoded.start.min(raw.len());
+            let e = decoded.end.clamp(s, raw.len());
+            return Span::new(base + s, base + e);
+        }
+        let segs = segments(raw);
+        let map = |off: usize, is_end: bool| -> usize {
+            for s in &segs {
+                let inside = if is_end {
+                    off > s.decoded && off <= s.decoded + s.decoded_len
+                } else {
+                    off >= s.decoded && off < s.decoded + s.decoded_len
+                };
+                if inside {
+                    return if s.plain {
+                        s.raw + (off - s.decoded)
+                    } else if is_end {
+                        s.raw + s.raw_len
+                    } else {
+                        s.raw
+                    };
+                }
+            }
+            if is_end || off > 0 {
+                raw.len()
+            } else {
+                0
+            }
+        };
+        let start = map(decoded.start, false);
+        let end = if decoded.end <= decoded.start {
+            start
+        } else {
+            map(decoded.end, true)
+        };
+        Span::new(base + start, base + end.max(start))
+    }
+
+    /// Maps characters `chars` (counted in Unicode scalar values) of a string
+    /// node's decoded text to raw bytes.
+    pub fn raw_span_of_chars(&self, id: NodeId, chars: Range<usize>) -> Span {
+        let text = self.str(id).unwrap_or_default();
+        let byte_at = |c: usize| {
+            text.char_indices()
+                .nth(c)
+                .map(|(b, _)| b)
+                .unwrap_or(text.len())
+        };
+        self.raw_span_of_decoded(id, byte_at(chars.start)..byte_at(chars.end))
+    }
+
+    /// 1-based line and column (in characters) of a byte offset.
+    pub fn line_col(&self, offset: usize) -> (usize, usize) {
+        line_col(&self.text, offset)
+    }
+}
+
+/// 1-based line and column (in characters) of byte `offset` in `text`.
+pub fn line_col(text: &str, offset: usize) -> (usize, usize) {
+    let mut offset = offset.min(text.len());
+    while !text.is_char_boundary(offset) {
+        offset -= 1;
+    }
+    let before = &text[..offset];
+    let line = before.bytes().filter(|&b| b == b'\n').count() + 1;
+    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+    let col = text[line_start..offset].chars().count() + 1;
+    (line, col)
+}
+
+fn push_pointer_token(out: &mut String, key: &str) {
+    out.push('/');
+    for c in key.chars() {
+        match c {
+            '~' => out.push_str("~0"),
+            '/' => out.push_str("~1"),
+            c => out.push(c),
+        }
+    }
+}
+
+/// A piece of a string's raw text, for decoders.
+#[derive(Debug)]
+pub enum Unit<'a> {
+    /// A run of text without escapes.
+    Text(&'a str),
+    /// One escaped character (a surrogate pair is one character).
+    Char(char),
+    /// An escaped UTF-16 surrogate without its partner.
+    LoneSurrogate(u16),
+}
+
+/// Walks the raw text between a string's quotes, already validated by the
+/// parser, as runs of plain text and decoded escapes. The fingerprint encoders
+/// use this so that lone surrogates survive exactly.
+pub fn for_each_unit<'a>(raw: &'a str, mut f: impl FnMut(Unit<'a>)) {
+    for_each_unit_at(raw, |_, _, u| f(u));
+}
+
+/// Like [`for_each_unit`], also giving each unit's raw byte range.
+fn for_each_unit_at<'a>(raw: &'a str, mut f: impl FnMut(usize, usize, Unit<'a>)) {
+    let b = raw.as_bytes();
+    let mut i = 0;
+    let mut run = 0;
+    while i < b.len() {
+        if b[i] != b'\\' {
+            i += 1;
+            continue;
+        }
+        if run < i {
+            f(run, i, Unit::Text(&raw[run..i]));
+        }
+        let start = i;
+        let esc = b.get(i + 1).copied().unwrap_or(b'\\');
+        i += 2;
+        let unit = match esc {
+            b'"' => Unit::Char('"'),
+            b'\\' => Unit::Char('\\'),
+            b'/' => Unit::Char('/'),
+            b'b' => Unit::Char('\u{8}'),
+            b'f' => Unit::Char('\u{c}'),
+            b'n' => Unit::Char('\n'),
+            b'r' => Unit::Char('\r'),
+            b't' => Unit::Char('\t'),
+            _ => {
+                let hi = hex4(&b[i.min(b.len())..]).unwrap_or(0xfffd);
+                i += 4;
+                if (0xd800..0xdc00).contains(&hi)
+                    && b.get(i) == Some(&b'\\')
+                    && b.get(i + 1) == Some(&b'u')
+                {
+                    match hex4(&b[i + 2..]) {
+                        Some(lo) if (0xdc00..0xe000).contains(&lo) => {
+                            i += 6;
+                            let c = 0x10000 + ((hi as u32 - 0xd800) << 10) + (lo as u32 - 0xdc00);
+                            Unit::Char(char::from_u32(c).unwrap_or('\u{fffd}'))
+                        }
+                        _ => Unit::LoneSurrogate(hi),
+                    }
+                } else if (0xd800..0xe000).contains(&hi) {
+                    Unit::LoneSurrogate(hi)
+                } else {
+                    Unit::Char(char::from_u32(hi as u32).unwrap_or('\u{fffd}'))
+                }
+            }
+        };
+        f(start, i.min(b.len()), unit);
+        run = i.min(b.len());
+    }
+    if run < b.len() {
+        f(run, b.len(), Unit::Text(&raw[run..]));
+    }
+}
+
+fn segments(raw: &str) -> Vec<Segment> {
+    let mut segs = Vec::new();
+    let mut decoded = 0;
+    for_each_unit_at(raw, |s, e, u| {
+        let (dlen, plain) = match u {
+            Unit::Text(t) => (t.len(), true),
+            Unit::Char(c) => (c.len_utf8(), false),
+            Unit::LoneSurrogate(_) => ('\u{fffd}'.len_utf8(), false),
+        };
+        segs.push(Segment {
+            decoded,
+            raw: s,
+            decoded_len: dlen,
+            raw_len: e - s,
+            plain,
+        });
+        decoded += dlen;
+    });
+    segs
+}
+
+fn hex4(b: &[u8]) -> Option<u16> {
+    if b.len() < 4 {
+        return None;
+    }
+    let mut v: u16 = 0;
+    for &c in &b[..4] {
+        v = v * 16 + (c as char).to_digit(16)? as u16;
+    }
+    Some(v)
+}
+
+fn char_len(src: &[u8], pos: usize) -> usize {
+    match src.get(pos) {
+        Some(&b) if b < 0x80 => 1,
+        Some(&b) if b >= 0xf0 => 4,
+        Some(&b) if b >= 0xe0 => 3,
+        Some(_) => 2,
+        None => 0,
+    }
+}
+
+struct Parser<'a> {
+    src: &'a [u8],
+    pos: usize,
+    opts: &'a ParseOptions,
+    nodes: Vec<Node>,
+    links: Vec<NodeId>,
+    /// Children of the containers being parsed, innermost last; moved into
+    /// `links` when a container closes so each container's children are contiguous.
+    scratch: Vec<NodeId>,
+    duplicates: Vec<DuplicateKey>,
+    depth: usize,
+}
+
+impl Parser<'_> {
+    fn err<T>(&self, kind: ErrorKind, start: usize, end: usize) -> Result<T, ParseError> {
+        Err(ParseError {
+            kind,
+            span: Span::new(start, end.min(self.src.len()).max(start)),
+        })
+    }
+
+    fn unexpected<T>(&self, what: &'static str) -> Result<T, ParseError> {
+        if self.pos >= self.src.len() {
+            return self.err(ErrorKind::UnexpectedEof(what), self.src.len(), self.src.len());
+        }
+        if self.src[self.pos] == 0 {
+            return self.err(ErrorKind::NulByte, self.pos, self.pos + 1);
+        }
+        let len = char_len(self.src, self.pos);
+        self.err(ErrorKind::Unexpected(what), self.pos, self.pos + len)
+    }
+
+    fn skip_ws(&mut self) -> Result<(), ParseError> {
+        loop {
+            while let Some(&b) = self.src.get(self.pos) {
+                if matches!(b, b' ' | b'\t' | b'\n' | b'\r') {
+                    self.pos += 1;
+                } else {
+                    break;
+                }
+            }
+            if self.opts.jsonc && self.src.get(self.pos) == Some(&b'/') {
+                match self.src.get(self.pos + 1) {
+                    Some(b'/') => {
+                        while let Some(&b) = self.src.get(self.pos) {
+                            if b == b'\n' {
+                                break;
+                            }
+                            self.pos += 1;
+                        }
+                        continue;
+                    }
+                    Some(b'*') => {
+                        let start = self.pos;
+                        self.pos += 2;
+                        loop {
+                            if self.pos + 1 >= self.src.len() {
+                                return self.err(
+                                    ErrorKind::UnexpectedEof("`*/` closing the comment"),
+                                    start,
+                                    start + 2,
+                                );
+                            }
+                            if self.src[self.pos] == b'*' && self.src[self.pos + 1] == b'/' {
+                                self.pos += 2;
+                                break;
+                            }
+                            self.pos += 1;
+                        }
+                        continue;
+                    }
+                    _ => {}
+                }
+            }
+            return Ok(());
+        }
+    }
+
+    fn push(&mut self, kind: Kind, start: usize) -> NodeId {
+        let id = self.nodes.len() as NodeId;
+        self.nodes.push(Node {
+            start: start as u32,
+            end: start as u32,
+            kind,
+            flags: 0,
+            first: 0,
+            len: 0,
+        });
+        id
+    }
+
+    fn value(&mut self) -> Result<NodeId, ParseError> {
+        let start = self.pos;
+        match self.src.get(self.pos) {
+            Some(b'{') => self.object(),
+            Some(b'[') => self.array(),
+            Some(b'"') => self.string(),
+            Some(b't') => self.literal(b"true", Kind::Bool, F_TRUE),
+            Some(b'f') => self.literal(b"false", Kind::Bool, 0),
+            Some(b'n') => self.literal(b"null", Kind::Null, 0),
+            Some(b'-' | b'0'..=b'9') => self.number(),
+            _ => {
+                let _ = start;
+                self.unexpected("a JSON value")
+            }
+        }
+    }
+
+    fn literal(&mut self, word: &[u8], kind: Kind, flags: u8) -> Result<NodeId, ParseError> {
+        let start = self.pos;
+        if self.src.len() >= start + word.len() && &self.src[start..start + word.len()] == word {
+            let id = self.push(kind, start);
+            self.pos += word.len();
+            let n = &mut self.nodes[id as usize];
+            n.end = self.pos as u32;
+            n.flags = flags;
+            Ok(id)
+        } else {
+            self.unexpected("a JSON value")
+        }
+    }
+
+    fn number(&mut self) -> Result<NodeId, ParseError> {
+        let s = self.src;
+        let start = self.pos;
+        let mut i = start;
+        if s.get(i) == Some(&b'-') {
+            i += 1;
+        }
+        match s.get(i) {
+            Some(b'0') => i += 1,
+            Some(b'1'..=b'9') => {
+                while matches!(s.get(i), Some(b'0'..=b'9')) {
+                    i += 1;
+                }
+            }
+            _ => return self.err(ErrorKind::BadNumber, start, i + 1),
+        }
+        if s.get(i) == Some(&b'.') {
+            i += 1;
+            if !matches!(s.get(i), Some(b'0'..=b'9')) {
+                return self.err(ErrorKind::BadNumber, start, i + 1);
+            }
+            while matches!(s.get(i), Some(b'0'..=b'9')) {
+                i += 1;
+            }
+        }
+        if matches!(s.get(i), Some(b'e' | b'E')) {
+            i += 1;
+            if matches!(s.get(i), Some(b'+' | b'-')) {
+                i += 1;
+            }
+            if !matches!(s.get(i), Some(b'0'..=b'9')) {
+                return self.err(ErrorKind::BadNumber, start, i + 1);
+            }
+            while matches!(s.get(i), Some(b'0'..=b'9')) {
+                i += 1;
+            }
+        }
+        // A digit right after a leading zero ("01") is not JSON.
+        if matches!(s.get(i), Some(b'0'..=b'9')) {
+            return self.err(ErrorKind::BadNumber, start, i + 1);
+        }
+        let id = self.push(Kind::Number, start);
+        self.pos = i;
+        self.nodes[id as usize].end = i as u32;
+        Ok(id)
+    }
+
+    fn string(&mut self) -> Result<NodeId, ParseError> {
+        let s = self.src;
+        let start = self.pos;
+        let mut i = start + 1;
+        let mut flags = 0;
+        loop {
+            // Fast path over plain bytes.
+            while let Some(&b) = s.get(i) {
+                if b == b'"' || b == b'\\' || b < 0x20 {
+                    break;
+                }
+                i += 1;
+            }
+            match s.get(i) {
+                None => {
+                    return self.err(
+                        ErrorKind::UnexpectedEof("`\"` closing the string"),
+                        start,
+                        start + 1,
+                    )
+                }
+                Some(b'"') => {
+                    i += 1;
+                    break;
+                }
+                Some(b'\\') => {
+                    flags |= F_ESCAPED;
+                    match s.get(i + 1) {
+                        Some(b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't') => i += 2,
+                        Some(b'u') => {
+                            let Some(hi) = hex4(s.get(i + 2..).unwrap_or_default()) else {
+                                return self.err(ErrorKind::BadUnicodeEscape, i, (i + 6).min(s.len()));
+                            };
+                            i += 6;
+                            if (0xd800..0xdc00).contains(&hi) {
+                                let paired = s.get(i) == Some(&b'\\')
+                                    && s.get(i + 1) == Some(&b'u')
+                                    && hex4(s.get(i + 2..).unwrap_or_default())
+                                        .is_some_and(|lo| (0xdc00..0xe000).contains(&lo));
+                                if paired {
+                                    i += 6;
+                                } else {
+                                    flags |= F_LONE_SURROGATE;
+                                }
+                            } else if (0xdc00..0xe000).contains(&hi) {
+                                flags |= F_LONE_SURROGATE;
+                            }
+                        }
+                        None => {
+                            return self.err(
+                                ErrorKind::UnexpectedEof("`\"` closing the string"),
+                                start,
+                                start + 1,
+                            )
+                        }
+                        Some(_) => {
+                            return self.err(ErrorKind::BadEscape, i, i + 1 + char_len(s, i + 1))
+                        }
+                    }
+                }
+                Some(&b) => return self.err(ErrorKind::ControlInString(b), i, i + 1),
+            }
+        }
+        let id = self.push(Kind::String, start);
+        self.pos = i;
+        let n = &mut self.nodes[id as usize];
+        n.end = i as u32;
+        n.flags = flags;
+        Ok(id)
+    }
+
+    fn enter(&mut self) -> Result<(), ParseError> {
+        self.depth += 1;
+        if self.depth > self.opts.max_depth {
+            return self.err(
+                ErrorKind::TooDeep(self.opts.max_depth),
+                self.pos,
+                self.pos + 1,
+            );
+        }
+        Ok(())
+    }
+
+    fn close(&mut self, id: NodeId, mark: usize) {
+        let first = self.links.len() as u32;
+        self.links.extend(self.scratch.drain(mark..));
+        let n = &mut self.nodes[id as usize];
+        n.first = first;
+        n.len = self.links.len() as u32 - first;
+        n.end = self.pos as u32;
+        self.depth -= 1;
+    }
+
+    fn array(&mut self) -> Result<NodeId, ParseError> {
+        self.enter()?;
+        let id = self.push(Kind::Array, self.pos);
+        let mark = self.scratch.len();
+        self.pos += 1;
+        self.skip_ws()?;
+        if self.src.get(self.pos) == Some(&b']') {
+            self.pos += 1;
+            self.close(id, mark);
+            return Ok(id);
+        }
+        loop {
+            let v = self.value()?;
+            self.scratch.push(v);
+            self.skip_ws()?;
+            match self.src.get(self.pos) {
+                Some(b',') => {
+                    self.pos += 1;
+                    self.skip_ws()?;
+                    if self.opts.jsonc && self.src.get(self.pos) == Some(&b']') {
+                        self.pos += 1;
+                        break;
+                    }
+                }
+                Some(b']') => {
+                    self.pos += 1;
+                    break;
+                }
+                _ => return self.unexpected("`,` or `]`"),
+            }
+        }
+        self.close(id, mark);
+        Ok(id)
+    }
+
+    fn object(&mut self) -> Result<NodeId, ParseError> {
+        self.enter()?;
+        let id = self.push(Kind::Object, self.pos);
+        let mark = self.scratch.len();
+        self.pos += 1;
+        self.skip_ws()?;
+        if self.src.get(self.pos) == Some(&b'}') {
+            self.pos += 1;
+            self.close(id, mark);
+            return Ok(id);
+        }
+        loop {
+            if self.src.get(self.pos) != Some(&b'"') {
+                return self.unexpected("a string key");
+            }
+            let k = self.string()?;
+            self.skip_ws()?;
+            if self.src.get(self.pos) != Some(&b':') {
+                return self.unexpected("`:`");
+            }
+            self.pos += 1;
+            self.skip_ws()?;
+            let v = self.value()?;
+            self.scratch.push(k);
+            self.scratch.push(v);
+            self.skip_ws()?;
+            match self.src.get(self.pos) {
+                Some(b',') => {
+                    self.pos += 1;
+                    self.skip_ws()?;
+                    if self.opts.jsonc && self.src.get(self.pos) == Some(&b'}') {
+                        self.pos += 1;
+                        break;
+                    }
+                }
+                Some(b'}') => {
+                    self.pos += 1;
+                    break;
+                }
+                _ => return self.unexpected("`,` or `}`"),
+            }
+        }
+        self.find_duplicates(id, mark);
+        self.close(id, mark);
+        Ok(id)
+    }
+
+    /// Records duplicate keys among the members in `scratch[mark..]`.
+    fn find_duplicates(&mut self, object: NodeId, mark: usize) {
+        let members = &self.scratch[mark..];
+        let n = members.len() / 2;
+        if n < 2 {
+            return;
+        }
+        let key_text = |k: NodeId| -> Cow<'_, str> {
+            let node = &self.nodes[k as usize];
+            let raw = &self.src[node.start as usize + 1..node.end as usize - 1];
+            // The parser checked UTF-8 up front and the key's escapes above.
+            let raw = std::str::from_utf8(raw).unwrap_or_default();
+            if node.flags & F_ESCAPED == 0 {
+                Cow::Borrowed(raw)
+            } else {
+                let mut out = String::new();
+                for_each_unit(raw, |u| match u {
+                    Unit::Text(t) => out.push_str(t),
+                    Unit::Char(c) => out.push(c),
+                    Unit::LoneSurrogate(s) => out.push_str(&format!("\\u{s:04x}")),
+                });
+                Cow::Owned(out)
+            }
+        };
+        let mut found = Vec::new();
+        if n <= 16 {
+            for j in 1..n {
+                let kj = key_text(members[j * 2]);
+                for i in 0..j {
+                    if key_text(members[i * 2]) == kj {
+                        found.push((members[i * 2], members[j * 2]));
+                        break;
+                    }
+                }
+            }
+        } else {
+            let mut seen: std::collections::HashMap<Cow<'_, str>, NodeId> =
+                std::collections::HashMap::with_capacity(n);
+            for j in 0..n {
+                let k = members[j * 2];
+                match seen.entry(key_text(k)) {
+                    std::collections::hash_map::Entry::Occupied(mut e) => {
+                        found.push((*e.get(), k));
+                        e.insert(k);
+                    }
+                    std::collections::hash_map::Entry::Vacant(e) => {
+                        e.insert(k);
+                    }
+                }
+            }
+        }
+        for (first, second) in found {
+            self.duplicates.push(DuplicateKey {
+                object,
+                first,
+                second,
+            });
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(s: &str) -> Result<Document, ParseError> {
+        Document::parse(s.as_bytes().to_vec(), &ParseOptions::default())
+    }
+
+    #[test]
+    fn spans_of_values() {
+        let d = parse(r#"{"a": [1, "x\n", true], "b": null}"#).unwrap();
+        let a = d.get(d.root(), "a").unwrap();
+        assert_eq!(d.raw(a), r#"[1, "x\n", true]"#);
+        let items = d.array(a).unwrap();
+        assert_eq!(d.raw(items[1]), r#""x\n""#);
+        assert_eq!(d.str(items[1]).unwrap(), "x\n");
+        assert_eq!(d.as_bool(items[2]), Some(true));
+        assert_eq!(d.pointer(items[1]), "/a/1");
+        assert_eq!(d.resolve("/a/1"), Some(items[1]));
+        assert_eq!(d.pointer(d.get(d.root(), "b").unwrap()), "/b");
+    }
+
+    #[test]
+    fn decoded_offsets_map_to_raw_bytes() {
+        // Decoded: "café \n naïve 😀 end" — escapes of 6 and 12 bytes stand for
+        // shorter decoded text, so the mapping must account for each one.
+        let src = r#"{"d": "caf\u00e9 \n na\u00efve \ud83d\ude00 end"}"#;
+        let d = parse(src).unwrap();
+        let s = d.get(d.root(), "d").unwrap();
+        let text = d.str(s).unwrap().into_owned();
+        assert_eq!(text, "café \n naïve 😀 end");
+        // Characters 10..20 of the decoded text: "ve 😀 end".
+        let chars: String = text.chars().skip(10).take(10).collect();
+        assert_eq!(chars, "ve 😀 end");
+        let span = d.raw_span_of_chars(s, 10..20);
+        assert_eq!(&src[span.range()], r#"ve \ud83d\ude00 end"#);
+        // "é" alone maps to its whole escape.
+        let span = d.raw_span_of_chars(s, 3..4);
+        assert_eq!(&src[span.range()], r#"\u00e9"#);
+        // "\n" alone.
+        let span = d.raw_span_of_chars(s, 5..6);
+        assert_eq!(&src[span.range()], r#"\n"#);
+        // Plain text before any escape.
+        let span = d.raw_span_of_chars(s, 0..3);
+        assert_eq!(&src[span.range()], "caf");
+        // Empty range.
+        let span = d.raw_span_of_chars(s, 4..4);
+        assert!(span.is_empty());
+    }
+
+    #[test]
+    fn duplicate_keys_are_kept() {
+        let d = parse(r#"{"description": "safe", "x": 1, "description": "evil"}"#).unwrap();
+        assert_eq!(d.duplicates().len(), 1);
+        assert_eq!(d.get_str(d.root(), "description").unwrap(), "evil");
+        let dup = d.duplicates()[0];
+        assert_eq!(d.raw(dup.first), r#""description""#);
+        assert!(d.span(dup.first).start < d.span(dup.second).start);
+        // Escaped spelling of the same key is a duplicate too.
+        let d = parse(r#"{"a": 1, "\u0061": 2}"#).unwrap();
+        assert_eq!(d.duplicates().len(), 1);
+    }
+
+    #[test]
+    fn many_keys_use_hash_path() {
+        let mut s = String::from("{");
+        for i in 0..40 {
+            s.push_str(&format!("\"k{i}\": {i},"));
+        }
+        s.push_str("\"k7\": 0}");
+        let d = parse(&s).unwrap();
+        assert_eq!(d.duplicates().len(), 1);
+    }
+
+    #[test]
+    fn errors_have_locations() {
+        let cases: &[(&[u8], ErrorKind, usize)] = &[
+            (b"{\"a\": 1,}", ErrorKind::Unexpected("a string key"), 8),
+            (b"[1 2]", ErrorKind::Unexpected("`,` or `]`"), 3),
+            (b"{\"a\": \"x\ty\"}", ErrorKind::ControlInString(9), 8),
+            (b"{\"a\": \"\\q\"}", ErrorKind::BadEscape, 7),
+            (b"{\"a\": \"\\u12\"}", ErrorKind::BadUnicodeEscape, 7),
+            (b"[01]", ErrorKind::BadNumber, 1),
+            (b"[1.]", ErrorKind::BadNumber, 1),
+            (b"[-]", ErrorKind::BadNumber, 1),
+            (b"{} x", ErrorKind::TrailingGarbage, 3),
+            (b"[1]\0", ErrorKind::NulByte, 3),
+            (b"[\0]", ErrorKind::NulByte, 1),
+            (b"\"ab\xffcd\"", ErrorKind::InvalidUtf8, 3),
+            (b"", ErrorKind::Empty, 0),
+            (b"  ", ErrorKind::Empty, 0),
+            (b"[NaN]", ErrorKind::Unexpected("a JSON value"), 1),
+            (b"\xef\xbb\xbf{}", ErrorKind::ByteOrderMark, 0),
+            (b"{\"a\"", ErrorKind::UnexpectedEof("`:`"), 4),
+            (b"\"abc", ErrorKind::UnexpectedEof("`\"` closing the string"), 0),
+        ];
+        for (src, kind, at) in cases {
+            let e = Document::parse(src.to_vec(), &ParseOptions::default()).unwrap_err();
+            assert_eq!(&e.kind, kind, "{:?}", String::from_utf8_lossy(src));
+            assert_eq!(e.span.start, *at, "{:?}", String::from_utf8_lossy(src));
+        }
+    }
+
+    #[test]
+    fn depth_limit() {
+        let deep = "[".repeat(100_000);
+        let e = parse(&deep).unwrap_err();
+        assert_eq!(e.kind, ErrorKind::TooDeep(DEFAULT_MAX_DEPTH));
+        let ok = format!("{}{}", "[".repeat(100), "]".repeat(100));
+        assert!(parse(&ok).is_ok());
+    }
+
+    #[test]
+    fn size_limit() {
+        let opts = ParseOptions {
+            max_size: 10,
+            ..Default::default()
+        };
+        let e = Document::parse(b"[1,2,3,4,5,6]".to_vec(), &opts).unwrap_err();
+        assert!(matches!(e.kind, ErrorKind::TooLarge { size: 13, limit: 10 }));
+    }
+
+    #[test]
+    fn jsonc_when_asked() {
+        let src = "{\n // comment\n \"a\": [1, 2,], /* x */ \"b\": 1,\n}";
+        assert!(parse(src).is_err());
+        let opts = ParseOptions {
+            jsonc: true,
+            ..Default::default()
+        };
+        let d = Document::parse(src.as_bytes().to_vec(), &opts).unwrap();
+        assert_eq!(d.len(d.get(d.root(), "a").unwrap()), 2);
+    }
+
+    #[test]
+    fn lone_surrogates() {
+        let d = parse(r#"["a\ud800b", "\udc00"]"#).unwrap();
+        let a = d.array(d.root()).unwrap();
+        assert!(d.has_lone_surrogate(a[0]));
+        assert_eq!(d.str(a[0]).unwrap(), "a\u{fffd}b");
+        assert!(d.has_lone_surrogate(a[1]));
+    }
+
+    #[test]
+    fn pointer_escapes() {
+        let d = parse(r#"{"a/b": {"c~d": [0, {"e": 1}]}}"#).unwrap();
+        let e = d.resolve("/a~1b/c~0d/1/e").unwrap();
+        assert_eq!(d.raw(e), "1");
+        assert_eq!(d.pointer(e), "/a~1b/c~0d/1/e");
+    }
+}
