@@ -4,4 +4,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 command -v node >/dev/null || { apt-get update -qq && apt-get install -y -qq nodejs; }
 command -v python3 >/dev/null || { apt-get update -qq && apt-get install -y -qq python3; }
-cargo test --all-targets
+cargo fmt --check
+cargo clippy --all-targets --quiet -- -D warnings
+cargo test

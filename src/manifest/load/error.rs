@@ -32,56 +32,14 @@ pub enum LoadError {
     },
 
     /// The text is not (strict) JSON or TOML.
-    #[error("{path}:{line}:{column}: {message}")]
-    #[diagnostic(code(mcplint::syntax))]
-    Syntax {
-        /// The path.
-        path: String,
-        /// 1-based line.
-        line: usize,
-        /// 1-based column, in characters.
-        column: usize,
-        /// What went wrong.
-        message: String,
-        /// The file (made safe to print).
-        #[source_code]
-        src: NamedSource<String>,
-        /// The bytes it is about.
-        #[label("{label}")]
-        span: SourceSpan,
-        /// The label text.
-        label: String,
-        /// What to do about it.
-        #[help]
-        help: Option<String>,
-    },
+    #[error(transparent)]
+    #[diagnostic(transparent)]
+    Syntax(Box<SyntaxError>),
 
     /// Valid JSON of the wrong shape (tools not an array, a tool without a name...).
-    #[error("{path}:{line}:{column}: {message}")]
-    #[diagnostic(code(mcplint::shape))]
-    Shape {
-        /// The path.
-        path: String,
-        /// 1-based line.
-        line: usize,
-        /// 1-based column.
-        column: usize,
-        /// What is wrong.
-        message: String,
-        /// JSON pointer of the offending value.
-        pointer: String,
-        /// The file (made safe to print).
-        #[source_code]
-        src: NamedSource<String>,
-        /// The offending value.
-        #[label("{label}")]
-        span: SourceSpan,
-        /// The label text.
-        label: String,
-        /// What to do about it.
-        #[help]
-        help: Option<String>,
-    },
+    #[error(transparent)]
+    #[diagnostic(transparent)]
+    Shape(Box<ShapeError>),
 
     /// The input's kind could not be recognised.
     #[error("{path}: not a recognised MCP manifest or config: {message}")]
@@ -95,6 +53,60 @@ pub enum LoadError {
         /// What was seen.
         message: String,
     },
+}
+
+/// A syntax error: file, line, column and a label on the bytes.
+#[derive(Debug, thiserror::Error, Diagnostic)]
+#[error("{path}:{line}:{column}: {message}")]
+#[diagnostic(code(mcplint::syntax))]
+pub struct SyntaxError {
+    /// The path.
+    pub path: String,
+    /// 1-based line.
+    pub line: usize,
+    /// 1-based column, in characters.
+    pub column: usize,
+    /// What went wrong.
+    pub message: String,
+    /// The file (made safe to print).
+    #[source_code]
+    pub src: NamedSource<String>,
+    /// The bytes it is about.
+    #[label("{label}")]
+    pub span: SourceSpan,
+    /// The label text.
+    pub label: String,
+    /// What to do about it.
+    #[help]
+    pub help: Option<String>,
+}
+
+/// Valid JSON of the wrong shape, with the JSON pointer of the offending value.
+#[derive(Debug, thiserror::Error, Diagnostic)]
+#[error("{path}:{line}:{column}: {message}")]
+#[diagnostic(code(mcplint::shape))]
+pub struct ShapeError {
+    /// The path.
+    pub path: String,
+    /// 1-based line.
+    pub line: usize,
+    /// 1-based column.
+    pub column: usize,
+    /// What is wrong.
+    pub message: String,
+    /// JSON pointer of the offending value.
+    pub pointer: String,
+    /// The file (made safe to print).
+    #[source_code]
+    pub src: NamedSource<String>,
+    /// The offending value.
+    #[label("{label}")]
+    pub span: SourceSpan,
+    /// The label text.
+    pub label: String,
+    /// What to do about it.
+    #[help]
+    pub help: Option<String>,
 }
 
 /// Source texts beyond this size are not attached to diagnostics in full:
@@ -140,9 +152,10 @@ impl LoadError {
         let (line, column) = line_col(&text, err.span.start);
         let (src, span) = attach(&path_s, &text, err.span);
         let help = match &err.kind {
-            crate::manifest::json::ErrorKind::TooLarge { .. } => {
-                Some("raise the limit with --max-size BYTES if the file is trusted to be this big".into())
-            }
+            crate::manifest::json::ErrorKind::TooLarge { .. } => Some(
+                "raise the limit with --max-size BYTES if the file is trusted to be this big"
+                    .into(),
+            ),
             crate::manifest::json::ErrorKind::TooDeep(_) => {
                 Some("raise the limit with --max-depth N if the nesting is legitimate".into())
             }
@@ -151,7 +164,7 @@ impl LoadError {
             }
             _ => None,
         };
-        LoadError::Syntax {
+        LoadError::Syntax(Box::new(SyntaxError {
             path: path_s,
             line,
             column,
@@ -160,7 +173,7 @@ impl LoadError {
             span,
             label: "here".into(),
             help,
-        }
+        }))
     }
 
     /// A syntax error from another parser (TOML), with a byte range.
@@ -168,7 +181,7 @@ impl LoadError {
         let path_s = path.display().to_string();
         let (line, column) = line_col(text, span.start);
         let (src, sspan) = attach(&path_s, text, span);
-        LoadError::Syntax {
+        LoadError::Syntax(Box::new(SyntaxError {
             path: path_s,
             line,
             column,
@@ -177,7 +190,7 @@ impl LoadError {
             span: sspan,
             label: "here".into(),
             help: None,
-        }
+        }))
     }
 
     /// A value of the wrong shape at `span` (JSON pointer `pointer`).
@@ -193,7 +206,7 @@ impl LoadError {
         let path_s = path.display().to_string();
         let (line, column) = line_col(text, span.start);
         let (src, sspan) = attach(&path_s, text, span);
-        LoadError::Shape {
+        LoadError::Shape(Box::new(ShapeError {
             path: path_s,
             line,
             column,
@@ -203,7 +216,7 @@ impl LoadError {
             span: sspan,
             label: label.into(),
             help,
-        }
+        }))
     }
 
     /// The path the error is about.
@@ -211,9 +224,9 @@ impl LoadError {
         match self {
             LoadError::Io { path, .. }
             | LoadError::NoInput { path, .. }
-            | LoadError::Syntax { path, .. }
-            | LoadError::Shape { path, .. }
             | LoadError::UnknownFormat { path, .. } => path,
+            LoadError::Syntax(e) => &e.path,
+            LoadError::Shape(e) => &e.path,
         }
     }
 }
