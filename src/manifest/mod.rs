@@ -313,6 +313,33 @@ pub struct Launch {
     pub disabled: bool,
     /// A pinned package, when the entry names one (`npm`/`pypi` identifier and version).
     pub package: Option<PackageRef>,
+    /// True if the client is told to trust the server and skip tool-call
+    /// confirmations (Gemini CLI `trust: true`).
+    pub trust: bool,
+    /// The only tools the client exposes, when it filters (Gemini
+    /// `includeTools`, Codex `enabled_tools`); `None` means all.
+    pub include_tools: Option<Vec<Spanned<String>>>,
+    /// Tools the client hides (Gemini `excludeTools`, Codex `disabled_tools`).
+    pub exclude_tools: Vec<Spanned<String>>,
+    /// A file of environment variables the client loads (`envFile`).
+    pub env_file: Option<Spanned<String>>,
+}
+
+impl Launch {
+    /// A launch spec with only a client and a transport; everything else empty.
+    pub fn new(client: impl Into<String>, transport: Transport) -> Self {
+        Launch {
+            client: client.into(),
+            transport,
+            env: Vec::new(),
+            disabled: false,
+            package: None,
+            trust: false,
+            include_tools: None,
+            exclude_tools: Vec::new(),
+            env_file: None,
+        }
+    }
 }
 
 /// One environment variable of a launch spec.
