@@ -382,7 +382,7 @@ impl<'de> Deserialize<'de> for TValue {
                 }
                 Ok(TValue::Array(out))
             }
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<TValue, A::Error> {
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<TValue, A::Error> {
                 table_rest(None, map)
             }
         }
