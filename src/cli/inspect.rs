@@ -8,6 +8,7 @@ use super::Format;
 use crate::display::{visible, visible_short};
 use crate::fingerprint::{context_digest, server_fingerprint, Scheme};
 use crate::manifest::json::{Document, Kind};
+use crate::manifest::load::config::redact;
 use crate::manifest::load::{LoadError, LoadOptions};
 use crate::manifest::{Loaded, Server};
 
@@ -84,9 +85,37 @@ fn print_human(l: &Loaded) {
         if s.instructions.is_some() {
             facts.push("has instructions".into());
         }
+        if s.completeness == crate::manifest::Completeness::LaunchOnly && s.tools.is_empty() {
+            // Configs and server.json list how to start a server, not its tools.
+            facts = vec!["launch spec only".into()];
+        }
         println!("  server {}: {}", visible(&s.name), facts.join(", "));
         if let Some(launch) = &s.launch {
-            println!("    launch ({}): {}", visible(&launch.client), visible(&launch_summary(launch)));
+            // Config values may hold credentials: print the redacted copy only.
+            let launch = redact(launch);
+            println!("    launch ({}): {}", visible(&launch.client), visible(&launch_summary(&launch)));
+            if !launch.env.is_empty() {
+                let env: Vec<String> = launch
+                    .env
+                    .iter()
+                    .map(|e| match &e.value {
+                        Some(v) => format!("{}={}", e.name.value, v.value),
+                        None => e.name.value.clone(),
+                    })
+                    .collect();
+                println!("    env: {}", visible(&env.join(" ")));
+            }
+            if launch.trust {
+                println!("    trusted: the client skips tool-call confirmations");
+            }
+            if let Some(inc) = &launch.include_tools {
+                let names: Vec<&str> = inc.iter().map(|t| t.value.as_str()).collect();
+                println!("    only tools: {}", visible(&names.join(", ")));
+            }
+            if !launch.exclude_tools.is_empty() {
+                let names: Vec<&str> = launch.exclude_tools.iter().map(|t| t.value.as_str()).collect();
+                println!("    hidden tools: {}", visible(&names.join(", ")));
+            }
         }
         if s.completeness == crate::manifest::Completeness::Partial {
             println!("    (static tool list: the running server may list more, with schemas)");
@@ -132,8 +161,14 @@ fn launch_summary(l: &crate::manifest::Launch) -> String {
             v.extend(args.iter().map(|a| a.value.clone()));
             v.join(" ")
         }
-        Transport::Http { url, .. } => format!("http {}", url.value),
-        Transport::Sse { url, .. } => format!("sse {}", url.value),
+        Transport::Http { url, headers } | Transport::Sse { url, headers } => {
+            let kind = if matches!(l.transport, Transport::Sse { .. }) { "sse" } else { "http" };
+            let mut s = format!("{kind} {}", url.value);
+            for (k, v) in headers {
+                s.push_str(&format!(" [{}: {}]", k.value, v.value));
+            }
+            s
+        }
     };
     if let Some(p) = &l.package {
         s.push_str(&format!(
@@ -198,7 +233,7 @@ fn server_json(l: &Loaded, s: &Server) -> Value {
         "prompts": s.prompts.iter().map(|p| p.name.clone()).collect::<Vec<_>>(),
         "resources": s.resources.iter().map(|r| r.name.clone()).collect::<Vec<_>>(),
         "resourceTemplates": s.resource_templates.iter().map(|r| r.name.clone()).collect::<Vec<_>>(),
-        "launch": s.launch.as_ref().map(|l| serde_json::to_value(l).unwrap_or(Value::Null)),
+        "launch": s.launch.as_ref().map(|l| serde_json::to_value(redact(l)).unwrap_or(Value::Null)),
     })
 }
 

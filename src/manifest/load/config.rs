@@ -748,7 +748,7 @@ fn codex_entry(
 
 /// Environment and header names that hold credentials by convention.
 const SECRET_NAME_PARTS: &[&str] = &[
-    "KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "PASS", "AUTH", "CREDENTIAL", "COOKIE", "SESSION", "PRIVATE",
+    "KEY", "TOKEN", "SECRET", "AUTHORIZATION", "PASSWORD", "PASSWD", "PASS", "AUTH", "CREDENTIAL", "COOKIE", "SESSION", "PRIVATE",
     "BEARER", "PAT", "DSN",
 ];
 
@@ -762,6 +762,12 @@ const SECRET_PREFIXES: &[&str] = &[
 /// `${env:X}`, `$VAR`), which are safe to show.
 fn is_reference_only(value: &str) -> bool {
     let mut rest = value.trim();
+    // `Bearer ${TOKEN}` shows nothing secret either.
+    for scheme in ["Bearer ", "Basic ", "Token ", "token "] {
+        if let Some(r) = rest.strip_prefix(scheme) {
+            rest = r.trim_start();
+        }
+    }
     if rest.is_empty() {
         return false;
     }
@@ -827,9 +833,11 @@ fn shown(value: &Spanned<String>, secret: bool) -> Spanned<String> {
 }
 
 /// A copy of `launch` safe to print: values of secret-marked or secret-named
-/// environment variables, all header values except pure `${VAR}` references,
-/// arguments that follow a credential flag, and anything that looks like a
-/// credential become `<secret>`. Names, commands and references stay.
+/// environment variables (unless pure `${VAR}` references), arguments that
+/// follow a credential flag, and anything that looks like a credential become
+/// `<secret>`; so do header values whose name says they
+/// carry credentials (`Authorization`, `X-API-Key`, `Cookie`). Names,
+/// commands and references stay.
 pub fn redact(launch: &Launch) -> Launch {
     let mut out = launch.clone();
     for e in &mut out.env {
@@ -839,8 +847,8 @@ pub fn redact(launch: &Launch) -> Launch {
         }
     }
     let redact_headers = |headers: &mut Vec<(Spanned<String>, Spanned<String>)>| {
-        for (_, v) in headers.iter_mut() {
-            *v = shown(v, true);
+        for (k, v) in headers.iter_mut() {
+            *v = shown(v, name_is_secret(&k.value));
         }
     };
     match &mut out.transport {
@@ -890,6 +898,8 @@ mod tests {
         assert!(is_reference_only("${input:token}"));
         assert!(is_reference_only("$HOME"));
         assert!(!is_reference_only("Bearer ${TOKEN}x"));
+        assert!(is_reference_only("Bearer ${env:LINEAR_API_KEY}"));
+        assert!(!is_reference_only("Bearer abc"));
         assert!(!is_reference_only("ghp_abc"));
         assert!(!is_reference_only(""));
     }
