@@ -622,8 +622,13 @@ pub fn load_codex(path: &Path, bytes: Vec<u8>, opts: &LoadOptions) -> Result<Loa
         Ok(v) => v,
         Err(e) => {
             let span = e.span().map(|r| Span::new(r.start, r.end)).unwrap_or(Span::new(0, 0));
-            // The message repeats the snippet miette will draw; keep its first line.
-            let msg = e.message().lines().next().unwrap_or("invalid TOML").to_string();
+            let msg = e
+                .message()
+                .lines()
+                .map(str::trim)
+                .filter(|l| !l.is_empty())
+                .collect::<Vec<_>>()
+                .join("; ");
             return Err(LoadError::syntax_at(path, &text, span, format!("invalid TOML: {msg}")));
         }
     };
