@@ -10,7 +10,9 @@ use mcplint::manifest::load::{load_all, load_file, LoadOptions};
 use mcplint::manifest::{Completeness, InputKind, Launch, Loaded, Server, Spanned, Transport};
 
 fn fixture(rel: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/loaders").join(rel)
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/loaders")
+        .join(rel)
 }
 
 fn load(rel: &str) -> Loaded {
@@ -25,7 +27,12 @@ fn server<'l>(l: &'l Loaded, name: &str) -> &'l Server {
     l.servers
         .iter()
         .find(|s| s.name == name)
-        .unwrap_or_else(|| panic!("no server {name} in {:?}", l.servers.iter().map(|s| &s.name).collect::<Vec<_>>()))
+        .unwrap_or_else(|| {
+            panic!(
+                "no server {name} in {:?}",
+                l.servers.iter().map(|s| &s.name).collect::<Vec<_>>()
+            )
+        })
 }
 
 fn launch<'l>(l: &'l Loaded, name: &str) -> &'l Launch {
@@ -41,13 +48,18 @@ fn text_at(path: &Path, s: &Spanned<String>) -> String {
 
 fn stdio(l: &Launch) -> (&Spanned<String>, Vec<&str>) {
     match &l.transport {
-        Transport::Stdio { command, args, .. } => (command, args.iter().map(|a| a.value.as_str()).collect()),
+        Transport::Stdio { command, args, .. } => {
+            (command, args.iter().map(|a| a.value.as_str()).collect())
+        }
         other => panic!("expected stdio, got {other:?}"),
     }
 }
 
 fn env_of<'l>(l: &'l Launch, name: &str) -> &'l mcplint::manifest::EnvVar {
-    l.env.iter().find(|e| e.name.value == name).unwrap_or_else(|| panic!("no env {name}"))
+    l.env
+        .iter()
+        .find(|e| e.name.value == name)
+        .unwrap_or_else(|| panic!("no env {name}"))
 }
 
 fn mcplint(args: &[&str]) -> (i32, String, String) {
@@ -63,8 +75,21 @@ fn mcplint(args: &[&str]) -> (i32, String, String) {
     )
 }
 
+/// Error text with miette's line wrapping and gutter undone.
+fn flat(err: &str) -> String {
+    err.split_whitespace()
+        .filter(|w| *w != "│")
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 fn inspect_json(path: &Path) -> serde_json::Value {
-    let (code, out, err) = mcplint(&["inspect", "--format", "json", path.to_str().expect("utf-8 path")]);
+    let (code, out, err) = mcplint(&[
+        "inspect",
+        "--format",
+        "json",
+        path.to_str().expect("utf-8 path"),
+    ]);
     assert_eq!(code, 0, "inspect failed: {err}");
     serde_json::from_str(&out).expect("inspect prints JSON")
 }
@@ -80,14 +105,23 @@ fn claude_desktop_config() {
     assert_eq!(fs.client, "claude-desktop");
     let (cmd, args) = stdio(fs);
     assert_eq!(cmd.value, "npx");
-    assert_eq!(text_at(&fixture("claude-desktop/claude_desktop_config.json"), cmd), "\"npx\"");
+    assert_eq!(
+        text_at(&fixture("claude-desktop/claude_desktop_config.json"), cmd),
+        "\"npx\""
+    );
     assert_eq!(args[1], "@modelcontextprotocol/server-filesystem");
-    assert!(l.servers.iter().all(|s| s.completeness == Completeness::LaunchOnly && s.tools.is_empty()));
+    assert!(l
+        .servers
+        .iter()
+        .all(|s| s.completeness == Completeness::LaunchOnly && s.tools.is_empty()));
     let gh = launch(&l, "github");
     let tok = env_of(gh, "GITHUB_PERSONAL_ACCESS_TOKEN");
     assert!(!tok.secret, "Claude Desktop has no secret marker");
     assert_eq!(
-        text_at(&fixture("claude-desktop/claude_desktop_config.json"), &tok.name),
+        text_at(
+            &fixture("claude-desktop/claude_desktop_config.json"),
+            &tok.name
+        ),
         "\"GITHUB_PERSONAL_ACCESS_TOKEN\""
     );
 }
@@ -97,7 +131,10 @@ fn cursor_config() {
     let l = load("cursor/.cursor/mcp.json");
     let pg = launch(&l, "postgres");
     assert_eq!(pg.client, "cursor");
-    assert_eq!(pg.env_file.as_ref().map(|e| e.value.as_str()), Some("${workspaceFolder}/.env"));
+    assert_eq!(
+        pg.env_file.as_ref().map(|e| e.value.as_str()),
+        Some("${workspaceFolder}/.env")
+    );
     let lin = launch(&l, "linear");
     match &lin.transport {
         Transport::Http { url, headers } => {
@@ -114,8 +151,14 @@ fn claude_code_project_config() {
     let l = load("claude-code/.mcp.json");
     assert_eq!(l.servers.len(), 3);
     assert_eq!(launch(&l, "sentry").client, "claude-code");
-    assert!(matches!(launch(&l, "sentry").transport, Transport::Http { .. }));
-    assert!(matches!(launch(&l, "legacy-sse").transport, Transport::Sse { .. }));
+    assert!(matches!(
+        launch(&l, "sentry").transport,
+        Transport::Http { .. }
+    ));
+    assert!(matches!(
+        launch(&l, "legacy-sse").transport,
+        Transport::Sse { .. }
+    ));
     let (cmd, args) = stdio(launch(&l, "local-db"));
     assert_eq!(cmd.value, "${HOME}/bin/db-mcp");
     assert_eq!(args, ["--read-only"]);
@@ -126,7 +169,10 @@ fn claude_code_user_config_with_projects() {
     let l = load("claude-code/.claude.json");
     let names: Vec<&str> = l.servers.iter().map(|s| s.name.as_str()).collect();
     assert_eq!(names, ["memory", "/home/alice/src/webapp:playwright"]);
-    assert!(l.servers.iter().all(|s| s.launch.as_ref().is_some_and(|l| l.client == "claude-code")));
+    assert!(l
+        .servers
+        .iter()
+        .all(|s| s.launch.as_ref().is_some_and(|l| l.client == "claude-code")));
 }
 
 #[test]
@@ -152,15 +198,30 @@ fn gemini_settings() {
     let py = launch(&l, "pythonTools");
     assert_eq!(py.client, "gemini");
     assert!(py.trust);
-    let inc: Vec<&str> = py.include_tools.as_ref().expect("includeTools").iter().map(|t| t.value.as_str()).collect();
+    let inc: Vec<&str> = py
+        .include_tools
+        .as_ref()
+        .expect("includeTools")
+        .iter()
+        .map(|t| t.value.as_str())
+        .collect();
     assert_eq!(inc, ["safe_tool", "file_reader"]);
     match &py.transport {
-        Transport::Stdio { cwd, .. } => assert_eq!(cwd.as_ref().map(|c| c.value.as_str()), Some("./mcp-servers/python")),
+        Transport::Stdio { cwd, .. } => assert_eq!(
+            cwd.as_ref().map(|c| c.value.as_str()),
+            Some("./mcp-servers/python")
+        ),
         other => panic!("{other:?}"),
     }
-    assert!(matches!(launch(&l, "sseServer").transport, Transport::Sse { .. }), "Gemini `url` is SSE");
+    assert!(
+        matches!(launch(&l, "sseServer").transport, Transport::Sse { .. }),
+        "Gemini `url` is SSE"
+    );
     let http = launch(&l, "httpServer");
-    assert!(matches!(http.transport, Transport::Http { .. }), "Gemini `httpUrl` is streamable HTTP");
+    assert!(
+        matches!(http.transport, Transport::Http { .. }),
+        "Gemini `httpUrl` is streamable HTTP"
+    );
     assert_eq!(http.exclude_tools[0].value, "dangerous_tool");
 }
 
@@ -171,11 +232,20 @@ fn vscode_inputs_mark_secrets() {
     assert_eq!(l.kind, InputKind::Vscode);
     let p = launch(&l, "perplexity");
     assert_eq!(p.client, "vscode");
-    assert!(env_of(p, "PERPLEXITY_API_KEY").secret, "references a password input");
+    assert!(
+        env_of(p, "PERPLEXITY_API_KEY").secret,
+        "references a password input"
+    );
     assert!(!env_of(p, "REGION").secret, "references a plain input");
-    let v = env_of(p, "PERPLEXITY_API_KEY").value.as_ref().expect("value");
+    let v = env_of(p, "PERPLEXITY_API_KEY")
+        .value
+        .as_ref()
+        .expect("value");
     assert_eq!(text_at(&path, v), "\"${input:perplexity-key}\"");
-    assert!(matches!(launch(&l, "github").transport, Transport::Http { .. }));
+    assert!(matches!(
+        launch(&l, "github").transport,
+        Transport::Http { .. }
+    ));
 }
 
 #[test]
@@ -183,7 +253,10 @@ fn vscode_legacy_settings() {
     let l = load("vscode-legacy/settings.json");
     assert_eq!(l.kind, InputKind::Vscode);
     let (cmd, args) = stdio(launch(&l, "fetch"));
-    assert_eq!((cmd.value.as_str(), args), ("uvx", vec!["mcp-server-fetch"]));
+    assert_eq!(
+        (cmd.value.as_str(), args),
+        ("uvx", vec!["mcp-server-fetch"])
+    );
 }
 
 #[test]
@@ -197,23 +270,49 @@ fn codex_toml_keeps_spans() {
     let (cmd, args) = stdio(c7);
     assert_eq!(text_at(&path, cmd), "\"npx\"");
     assert_eq!(args, ["-y", "@upstash/context7-mcp"]);
-    let Transport::Stdio { args, .. } = &c7.transport else { unreachable!() };
+    let Transport::Stdio { args, .. } = &c7.transport else {
+        unreachable!()
+    };
     assert_eq!(text_at(&path, &args[1]), "\"@upstash/context7-mcp\"");
-    assert_eq!(env_of(c7, "CONTEXT7_LOG").value.as_ref().map(|v| v.value.as_str()), Some("warn"));
-    assert!(env_of(c7, "CONTEXT7_API_KEY").value.is_none(), "env_vars pass names through");
-    let inc: Vec<&str> = c7.include_tools.as_ref().expect("enabled_tools").iter().map(|t| t.value.as_str()).collect();
+    assert_eq!(
+        env_of(c7, "CONTEXT7_LOG")
+            .value
+            .as_ref()
+            .map(|v| v.value.as_str()),
+        Some("warn")
+    );
+    assert!(
+        env_of(c7, "CONTEXT7_API_KEY").value.is_none(),
+        "env_vars pass names through"
+    );
+    let inc: Vec<&str> = c7
+        .include_tools
+        .as_ref()
+        .expect("enabled_tools")
+        .iter()
+        .map(|t| t.value.as_str())
+        .collect();
     assert_eq!(inc, ["resolve-library-id", "get-library-docs"]);
 
     let figma = launch(&l, "figma");
     assert!(figma.disabled, "enabled = false");
     assert_eq!(figma.exclude_tools[0].value, "delete_file");
-    assert!(env_of(figma, "FIGMA_OAUTH_TOKEN").secret, "bearer token variable");
+    assert!(
+        env_of(figma, "FIGMA_OAUTH_TOKEN").secret,
+        "bearer token variable"
+    );
     match &figma.transport {
         Transport::Http { url, headers } => {
             assert_eq!(text_at(&path, url), "\"https://mcp.figma.com/mcp\"");
-            let auth = headers.iter().find(|(k, _)| k.value == "Authorization").expect("bearer header");
+            let auth = headers
+                .iter()
+                .find(|(k, _)| k.value == "Authorization")
+                .expect("bearer header");
             assert_eq!(auth.1.value, "Bearer ${FIGMA_OAUTH_TOKEN}");
-            let region = headers.iter().find(|(k, _)| k.value == "X-Figma-Region").expect("http header");
+            let region = headers
+                .iter()
+                .find(|(k, _)| k.value == "X-Figma-Region")
+                .expect("http header");
             assert_eq!(text_at(&path, &region.0), "\"X-Figma-Region\"");
         }
         other => panic!("{other:?}"),
@@ -241,15 +340,37 @@ fn server_json_packages_and_remotes() {
     assert_eq!(npm.client, "server.json");
     let (cmd, args) = stdio(npm);
     assert_eq!(cmd.value, "npx");
-    assert_eq!(args, ["-y", "@example/weather-mcp@1.4.2", "--units", "metric", "{config_path}"]);
+    assert_eq!(
+        args,
+        [
+            "-y",
+            "@example/weather-mcp@1.4.2",
+            "--units",
+            "metric",
+            "{config_path}"
+        ]
+    );
     assert!(env_of(npm, "WEATHER_API_KEY").secret);
     assert!(!env_of(npm, "WEATHER_CACHE_DIR").secret);
     let pkg = npm.package.as_ref().expect("package");
-    assert_eq!((pkg.registry.as_str(), pkg.identifier.value.as_str()), ("npm", "@example/weather-mcp"));
+    assert_eq!(
+        (pkg.registry.as_str(), pkg.identifier.value.as_str()),
+        ("npm", "@example/weather-mcp")
+    );
 
     let (cmd, args) = stdio(launch(&l, "io.github.example/weather-mcp [oci]"));
     assert_eq!(cmd.value, "docker");
-    assert_eq!(args, ["run", "-i", "--rm", "-e", "WEATHER_API_KEY", "docker.io/example/weather-mcp:1.4.2"]);
+    assert_eq!(
+        args,
+        [
+            "run",
+            "-i",
+            "--rm",
+            "-e",
+            "WEATHER_API_KEY",
+            "docker.io/example/weather-mcp:1.4.2"
+        ]
+    );
 
     let mcpb = launch(&l, "io.github.example/weather-mcp [mcpb]");
     assert_eq!(
@@ -275,7 +396,10 @@ fn server_json_snake_case_era() {
     assert_eq!(l.servers.len(), 1);
     let pypi = launch(&l, "io.github.example/notes [pypi]");
     let (cmd, args) = stdio(pypi);
-    assert_eq!((cmd.value.as_str(), args), ("uvx", vec!["example-notes-mcp==0.3.0"]));
+    assert_eq!(
+        (cmd.value.as_str(), args),
+        ("uvx", vec!["example-notes-mcp==0.3.0"])
+    );
     assert!(env_of(pypi, "NOTES_TOKEN").secret, "is_secret");
 }
 
@@ -297,10 +421,16 @@ fn mcpb_manifest_static_lists() {
     let (cmd, args) = stdio(l8);
     assert_eq!(cmd.value, "node");
     assert_eq!(args[0], "${__dirname}/server/index.js");
-    assert!(env_of(l8, "API_KEY").secret, "references a sensitive user_config entry");
+    assert!(
+        env_of(l8, "API_KEY").secret,
+        "references a sensitive user_config entry"
+    );
     assert!(!env_of(l8, "LOG_LEVEL").secret);
     let pkg = l8.package.as_ref().expect("package");
-    assert_eq!(pkg.version.as_ref().map(|v| v.value.as_str()), Some("1.0.0"));
+    assert_eq!(
+        pkg.version.as_ref().map(|v| v.value.as_str()),
+        Some("1.0.0")
+    );
 }
 
 #[test]
@@ -309,7 +439,11 @@ fn mcpb_windows_static_responses_are_complete() {
     let s = server(&l, "WeatherServer");
     assert_eq!(s.completeness, Completeness::Complete);
     let tools: Vec<&str> = s.tools.iter().map(|t| t.name.as_str()).collect();
-    assert_eq!(tools, ["get_forecast", "get_alerts"], "the captured list, not the manifest's");
+    assert_eq!(
+        tools,
+        ["get_forecast", "get_alerts"],
+        "the captured list, not the manifest's"
+    );
     assert!(s.tools.iter().all(|t| t.input_schema.is_some()));
     assert!(s.tools[0].output_schema.is_some());
     let doc = &l.doc;
@@ -317,8 +451,16 @@ fn mcpb_windows_static_responses_are_complete() {
         s.instructions.and_then(|i| doc.str(i)).as_deref(),
         Some("Use get_forecast for weather questions.")
     );
-    assert_eq!(s.server_info.and_then(|i| doc.get_str(i, "version")).as_deref(), Some("2.1.0"));
-    assert_eq!(s.protocol_version.and_then(|v| doc.str(v)).as_deref(), Some("2025-06-18"));
+    assert_eq!(
+        s.server_info
+            .and_then(|i| doc.get_str(i, "version"))
+            .as_deref(),
+        Some("2.1.0")
+    );
+    assert_eq!(
+        s.protocol_version.and_then(|v| doc.str(v)).as_deref(),
+        Some("2025-06-18")
+    );
 }
 
 #[test]
@@ -336,7 +478,8 @@ fn dxt_legacy_manifest() {
 fn write_zip(path: &Path, entries: &[(&str, &[u8])]) {
     let f = std::fs::File::create(path).expect("create zip");
     let mut z = zip::ZipWriter::new(f);
-    let opts = zip::write::SimpleFileOptions::default().compression_method(zip::CompressionMethod::Deflated);
+    let opts = zip::write::SimpleFileOptions::default()
+        .compression_method(zip::CompressionMethod::Deflated);
     for (name, data) in entries {
         z.start_file(*name, opts).expect("start entry");
         z.write_all(data).expect("write entry");
@@ -349,11 +492,20 @@ fn mcpb_bundle_loads_manifest_from_zip() {
     let dir = tempfile::tempdir().expect("tempdir");
     let bundle = dir.path().join("weather.mcpb");
     let manifest = std::fs::read(fixture("mcpb/manifest-windows.json")).expect("fixture");
-    write_zip(&bundle, &[("server/WeatherServer.exe", b"MZ"), ("manifest.json", &manifest)]);
+    write_zip(
+        &bundle,
+        &[
+            ("server/WeatherServer.exe", b"MZ"),
+            ("manifest.json", &manifest),
+        ],
+    );
 
     let l = load_file(&bundle, &LoadOptions::default()).expect("bundle loads");
     assert_eq!(l.kind, InputKind::McpbBundle);
-    assert_eq!(l.path, PathBuf::from(format!("{}!manifest.json", bundle.display())));
+    assert_eq!(
+        l.path,
+        PathBuf::from(format!("{}!manifest.json", bundle.display()))
+    );
     let plain = load("mcpb/manifest-windows.json");
     assert_eq!(l.servers.len(), 1);
     assert_eq!(l.servers[0].tools.len(), plain.servers[0].tools.len());
@@ -363,9 +515,14 @@ fn mcpb_bundle_loads_manifest_from_zip() {
     let v = inspect_json(&bundle);
     let input = &v["inputs"][0];
     assert_eq!(input["kind"], "mcpb-bundle");
-    assert!(input["path"].as_str().is_some_and(|p| p.ends_with("weather.mcpb!manifest.json")));
+    assert!(input["path"]
+        .as_str()
+        .is_some_and(|p| p.ends_with("weather.mcpb!manifest.json")));
     let w = inspect_json(&fixture("mcpb/manifest-windows.json"));
-    assert_eq!(input["servers"][0]["fingerprints"], w["inputs"][0]["servers"][0]["fingerprints"]);
+    assert_eq!(
+        input["servers"][0]["fingerprints"],
+        w["inputs"][0]["servers"][0]["fingerprints"]
+    );
     assert_eq!(input["servers"][0]["counts"]["tools"], 2);
 }
 
@@ -378,19 +535,34 @@ fn mcpb_bundle_errors() {
     write_zip(&nomani, &[("sub/manifest.json", b"{}")]);
     let (code, _, err) = mcplint(&["inspect", nomani.to_str().expect("utf-8")]);
     assert_eq!(code, 2);
-    assert!(err.contains("nomanifest.mcpb") && err.contains("no manifest.json"), "{err}");
+    assert!(
+        flat(&err).contains("nomanifest.mcpb") && flat(&err).contains("no manifest.json"),
+        "{err}"
+    );
 
     // Corrupt zip.
-    let (code, _, err) = mcplint(&["inspect", fixture("malformed/corrupt.mcpb").to_str().expect("utf-8")]);
+    let (code, _, err) = mcplint(&[
+        "inspect",
+        fixture("malformed/corrupt.mcpb").to_str().expect("utf-8"),
+    ]);
     assert_eq!(code, 2);
-    assert!(err.contains("corrupt.mcpb") && err.contains("not a valid MCPB bundle"), "{err}");
+    assert!(
+        flat(&err).contains("corrupt.mcpb") && flat(&err).contains("not a valid MCPB bundle"),
+        "{err}"
+    );
 
     // A syntax error inside the bundled manifest names bundle!manifest.json and the line.
     let bad = dir.path().join("bad.mcpb");
-    write_zip(&bad, &[("manifest.json", b"{\n  \"manifest_version\": \"0.3\",\n  \"name\": oops\n}")]);
+    write_zip(
+        &bad,
+        &[(
+            "manifest.json",
+            b"{\n  \"manifest_version\": \"0.3\",\n  \"name\": oops\n}",
+        )],
+    );
     let (code, _, err) = mcplint(&["inspect", bad.to_str().expect("utf-8")]);
     assert_eq!(code, 2);
-    assert!(err.contains("bad.mcpb!manifest.json:3:"), "{err}");
+    assert!(flat(&err).contains("bad.mcpb!manifest.json:3:"), "{err}");
 
     // A manifest bigger than --max-size is refused by its declared size, even
     // though the compressed bundle is small enough to pass the file check.
@@ -400,9 +572,17 @@ fn mcpb_bundle_errors() {
     body.extend(b"\"}");
     write_zip(&big, &[("manifest.json", &body)]);
     assert!(std::fs::metadata(&big).expect("meta").len() < 10_000);
-    let (code, _, err) = mcplint(&["--max-size", "10000", "inspect", big.to_str().expect("utf-8")]);
+    let (code, _, err) = mcplint(&[
+        "--max-size",
+        "10000",
+        "inspect",
+        big.to_str().expect("utf-8"),
+    ]);
     assert_eq!(code, 2);
-    assert!(err.contains("declared size 200") && err.contains("exceeds the limit"), "{err}");
+    assert!(
+        flat(&err).contains("declared size 200") && flat(&err).contains("exceeds the limit"),
+        "{err}"
+    );
 
     // The same bundle with its headers lying about the size (a zip bomb's
     // trick) is refused by the bytes actually inflated.
@@ -418,14 +598,24 @@ fn mcpb_bundle_errors() {
             patched += 1;
         }
     }
-    assert_eq!(patched, 2, "one local header and one central directory entry");
+    assert_eq!(
+        patched, 2,
+        "one local header and one central directory entry"
+    );
     let liar = dir.path().join("liar.mcpb");
     std::fs::write(&liar, &bytes).expect("write");
-    let (code, _, err) = mcplint(&["--max-size", "10000", "inspect", liar.to_str().expect("utf-8")]);
+    let (code, _, err) = mcplint(&[
+        "--max-size",
+        "10000",
+        "inspect",
+        liar.to_str().expect("utf-8"),
+    ]);
     assert_eq!(code, 2, "{err}");
-    let flat = err.split_whitespace().collect::<Vec<_>>().join(" ").replace("│ ", "");
-    assert!(flat.contains("liar.mcpb!manifest.json"), "{err}");
-    assert!(flat.contains("inflates to more than the limit"), "{err}");
+    assert!(flat(&err).contains("liar.mcpb!manifest.json"), "{err}");
+    assert!(
+        flat(&err).contains("inflates to more than the limit"),
+        "{err}"
+    );
     assert!(!err.contains("panicked"), "{err}");
 }
 
@@ -435,23 +625,58 @@ fn mcpb_bundle_errors() {
 fn malformed_inputs_name_file_and_line() {
     // (fixture, "file:line:column" expected in the error, a phrase of the message)
     let cases = [
-        ("malformed/args-not-array.json", "args-not-array.json:6:15", "`args` must be an array"),
-        ("malformed/no-command.json", "no-command.json:3:16", "neither `command` nor a URL"),
-        ("malformed/server-bad-sha.json", "server-bad-sha.json:9:21", "64 lowercase hex"),
-        ("malformed/server-packages-object.json", "server-packages-object.json:6:15", "`packages` must be an array"),
-        ("malformed/mcpb-tool-no-name.json", "mcpb-tool-no-name.json:10:5", "tool without a `name`"),
-        ("malformed/vscode-input-no-id.json", "vscode-input-no-id.json:2:14", "input without an `id`"),
-        ("malformed/bad-syntax.toml", "bad-syntax.toml:4:1", "invalid TOML"),
-        ("malformed/args-wrong-type.toml", "args-wrong-type.toml:3:8", "`args` must be an array of strings"),
+        (
+            "malformed/args-not-array.json",
+            "args-not-array.json:6:15",
+            "`args` must be an array",
+        ),
+        (
+            "malformed/no-command.json",
+            "no-command.json:3:16",
+            "neither `command` nor a URL",
+        ),
+        (
+            "malformed/server-bad-sha.json",
+            "server-bad-sha.json:9:21",
+            "64 lowercase hex",
+        ),
+        (
+            "malformed/server-packages-object.json",
+            "server-packages-object.json:6:15",
+            "`packages` must be an array",
+        ),
+        (
+            "malformed/mcpb-tool-no-name.json",
+            "mcpb-tool-no-name.json:10:5",
+            "tool without a `name`",
+        ),
+        (
+            "malformed/vscode-input-no-id.json",
+            "vscode-input-no-id.json:2:14",
+            "input without an `id`",
+        ),
+        (
+            "malformed/bad-syntax.toml",
+            "bad-syntax.toml:4:1",
+            "invalid TOML",
+        ),
+        (
+            "malformed/args-wrong-type.toml",
+            "args-wrong-type.toml:3:8",
+            "`args` must be an array of strings",
+        ),
     ];
     for (rel, at, phrase) in cases {
         let p = fixture(rel);
         let (code, out, err) = mcplint(&["inspect", p.to_str().expect("utf-8")]);
         assert_eq!(code, 2, "{rel}: exit code\n{err}");
         assert!(out.is_empty(), "{rel}: nothing on stdout");
-        let flat = err.split_whitespace().collect::<Vec<_>>().join(" ").replace("│ ", "");
+        let flat = flat(&err);
         assert!(flat.contains(at), "{rel}: expected {at} in\n{err}");
-        assert!(flat.contains(phrase), "{rel}: expected {phrase:?} in\n{err}");
+        assert!(
+            flat.contains(phrase),
+            "{rel}: expected {phrase:?} in\n{err}"
+        );
         // The library reports the same location.
         let e = load_file(&p, &LoadOptions::default()).expect_err("malformed");
         assert!(e.to_string().contains(at), "{rel}: {e}");
@@ -468,7 +693,11 @@ fn detection_edge_cases() {
     assert!(e.to_string().contains("not a recognised"), "{e}");
     // ... but with a project's mcpServers it is.
     let p = dir.path().join("claude.json");
-    std::fs::write(&p, br#"{"projects": {"/x": {"mcpServers": {"s": {"command": "c"}}}}}"#).expect("write");
+    std::fs::write(
+        &p,
+        br#"{"projects": {"/x": {"mcpServers": {"s": {"command": "c"}}}}}"#,
+    )
+    .expect("write");
     let l = load_file(&p, &LoadOptions::default()).expect("loads");
     assert_eq!(l.servers[0].name, "/x:s");
     // A `tools` string is a broken tool list, reported as such.
@@ -496,7 +725,10 @@ fn inspect_prints_launch_specs_without_secret_values() {
         "BSA_example_key_0000000000",
         "figd_example0000000000000000000",
     ];
-    let paths: Vec<String> = files.iter().map(|f| fixture(f).display().to_string()).collect();
+    let paths: Vec<String> = files
+        .iter()
+        .map(|f| fixture(f).display().to_string())
+        .collect();
     let mut args = vec!["inspect"];
     args.extend(paths.iter().map(String::as_str));
     let (code, human, err) = mcplint(&args);
@@ -510,7 +742,8 @@ fn inspect_prints_launch_specs_without_secret_values() {
         assert!(!json.contains(s), "JSON output leaks {s}");
     }
     // What is shown: commands, references, redaction markers.
-    assert!(human.contains("launch (claude-desktop): docker run -i --rm -e GITHUB_PERSONAL_ACCESS_TOKEN"));
+    assert!(human
+        .contains("launch (claude-desktop): docker run -i --rm -e GITHUB_PERSONAL_ACCESS_TOKEN"));
     assert!(human.contains("GITHUB_PERSONAL_ACCESS_TOKEN=<secret>"));
     assert!(human.contains("PERPLEXITY_API_KEY=${input:perplexity-key}"));
     assert!(human.contains("[Authorization: Bearer ${FIGMA_OAUTH_TOKEN}]"));
@@ -543,7 +776,9 @@ fn benign_dir() -> PathBuf {
             return p;
         }
     }
-    panic!("benign captures not found: set MCPLINT_BENIGN_DIR or provide ../shared/datasets/benign");
+    panic!(
+        "benign captures not found: set MCPLINT_BENIGN_DIR or provide ../shared/datasets/benign"
+    );
 }
 
 #[test]
@@ -557,11 +792,15 @@ fn all_benign_captures_load_with_indexed_tool_counts() {
         if cells.len() < 5 {
             continue;
         }
-        let Some(file) = cells[1].strip_prefix('`').and_then(|c| c.strip_suffix('`')) else { continue };
+        let Some(file) = cells[1].strip_prefix('`').and_then(|c| c.strip_suffix('`')) else {
+            continue;
+        };
         if !file.ends_with(".json") {
             continue;
         }
-        let tools: usize = cells[3].parse().unwrap_or_else(|_| panic!("tool count in {line}"));
+        let tools: usize = cells[3]
+            .parse()
+            .unwrap_or_else(|_| panic!("tool count in {line}"));
         expected.push((file.to_string(), tools));
     }
     assert_eq!(expected.len(), 56, "INDEX.md lists 56 captures");

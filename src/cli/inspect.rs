@@ -70,7 +70,12 @@ fn schema_type(doc: &Document, schema: u32) -> String {
 
 fn print_human(l: &Loaded) {
     let doc = &l.doc;
-    println!("{} ({}): {} server(s)", visible(&l.display_path()), l.kind.name(), l.servers.len());
+    println!(
+        "{} ({}): {} server(s)",
+        visible(&l.display_path()),
+        l.kind.name(),
+        l.servers.len()
+    );
     for s in &l.servers {
         let mut facts = vec![
             format!("{} tools", s.tools.len()),
@@ -93,7 +98,11 @@ fn print_human(l: &Loaded) {
         if let Some(launch) = &s.launch {
             // Config values may hold credentials: print the redacted copy only.
             let launch = redact(launch);
-            println!("    launch ({}): {}", visible(&launch.client), visible(&launch_summary(&launch)));
+            println!(
+                "    launch ({}): {}",
+                visible(&launch.client),
+                visible(&launch_summary(&launch))
+            );
             if !launch.env.is_empty() {
                 let env: Vec<String> = launch
                     .env
@@ -113,7 +122,11 @@ fn print_human(l: &Loaded) {
                 println!("    only tools: {}", visible(&names.join(", ")));
             }
             if !launch.exclude_tools.is_empty() {
-                let names: Vec<&str> = launch.exclude_tools.iter().map(|t| t.value.as_str()).collect();
+                let names: Vec<&str> = launch
+                    .exclude_tools
+                    .iter()
+                    .map(|t| t.value.as_str())
+                    .collect();
                 println!("    hidden tools: {}", visible(&names.join(", ")));
             }
         }
@@ -139,7 +152,11 @@ fn print_human(l: &Loaded) {
                 })
                 .collect();
             let (line, _) = doc.line_col(doc.span(t.node).start);
-            println!("    tool {} (line {line}) ({})", visible_short(&t.name, 80), params.join(", "));
+            println!(
+                "    tool {} (line {line}) ({})",
+                visible_short(&t.name, 80),
+                params.join(", ")
+            );
         }
         for p in &s.prompts {
             println!("    prompt {}", visible_short(&p.name, 80));
@@ -162,7 +179,11 @@ fn launch_summary(l: &crate::manifest::Launch) -> String {
             v.join(" ")
         }
         Transport::Http { url, headers } | Transport::Sse { url, headers } => {
-            let kind = if matches!(l.transport, Transport::Sse { .. }) { "sse" } else { "http" };
+            let kind = if matches!(l.transport, Transport::Sse { .. }) {
+                "sse"
+            } else {
+                "http"
+            };
             let mut s = format!("{kind} {}", url.value);
             for (k, v) in headers {
                 s.push_str(&format!(" [{}: {}]", k.value, v.value));
@@ -175,7 +196,10 @@ fn launch_summary(l: &crate::manifest::Launch) -> String {
             " [{}:{}{}]",
             p.registry,
             p.identifier.value,
-            p.version.as_ref().map(|v| format!("@{}", v.value)).unwrap_or_default()
+            p.version
+                .as_ref()
+                .map(|v| format!("@{}", v.value))
+                .unwrap_or_default()
         ));
     }
     if l.disabled {
@@ -206,15 +230,16 @@ fn server_json(l: &Loaded, s: &Server) -> Value {
             })
         })
         .collect();
-    let fingerprints = if s.tools.is_empty() && s.completeness == crate::manifest::Completeness::LaunchOnly {
-        Value::Null
-    } else {
-        json!({
-            "ts": server_fingerprint(doc, s, Scheme::Ts).full(),
-            "python": server_fingerprint(doc, s, Scheme::Python).full(),
-            "context": context_digest(doc, s, Scheme::Ts).full(),
-        })
-    };
+    let fingerprints =
+        if s.tools.is_empty() && s.completeness == crate::manifest::Completeness::LaunchOnly {
+            Value::Null
+        } else {
+            json!({
+                "ts": server_fingerprint(doc, s, Scheme::Ts).full(),
+                "python": server_fingerprint(doc, s, Scheme::Python).full(),
+                "context": context_digest(doc, s, Scheme::Ts).full(),
+            })
+        };
     json!({
         "name": s.name,
         "completeness": s.completeness,

@@ -16,7 +16,12 @@ use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 
 use super::{Ctx, LoadError, LoadOptions};
 use crate::manifest::json::{Document, Kind, NodeId, ParseOptions, Span};
-use crate::manifest::{Completeness, EnvVar, InputKind, Launch, Loaded, Server, Spanned, Transport};
+use crate::manifest::{
+    Completeness, EnvVar, InputKind, Launch, Loaded, Server, Spanned, Transport,
+};
+
+/// Name/value pairs (`env`, `headers`) with their spans, in source order.
+type Pairs = Vec<(Spanned<String>, Spanned<String>)>;
 
 /// A string value with its span, or a shape error naming `what`.
 pub(super) fn sstr(ctx: &Ctx<'_>, node: NodeId, what: &str) -> Result<Spanned<String>, LoadError> {
@@ -29,17 +34,26 @@ pub(super) fn sstr(ctx: &Ctx<'_>, node: NodeId, what: &str) -> Result<Spanned<St
 
 /// A scalar written as an environment value or header: strings decoded,
 /// numbers and booleans as written (clients stringify them).
-pub(super) fn sscalar(ctx: &Ctx<'_>, node: NodeId, what: &str) -> Result<Spanned<String>, LoadError> {
+pub(super) fn sscalar(
+    ctx: &Ctx<'_>,
+    node: NodeId,
+    what: &str,
+) -> Result<Spanned<String>, LoadError> {
     match ctx.doc.kind(node) {
-        Kind::Number | Kind::Bool => {
-            Ok(Spanned::new(ctx.doc.raw(node).to_string(), Some(ctx.span(node))))
-        }
+        Kind::Number | Kind::Bool => Ok(Spanned::new(
+            ctx.doc.raw(node).to_string(),
+            Some(ctx.span(node)),
+        )),
         _ => sstr(ctx, node, what),
     }
 }
 
 /// An optional string member (null counts as absent).
-pub(super) fn opt_sstr(ctx: &Ctx<'_>, obj: NodeId, key: &str) -> Result<Option<Spanned<String>>, LoadError> {
+pub(super) fn opt_sstr(
+    ctx: &Ctx<'_>,
+    obj: NodeId,
+    key: &str,
+) -> Result<Option<Spanned<String>>, LoadError> {
     match ctx.doc.get(obj, key) {
         None => Ok(None),
         Some(v) if ctx.doc.kind(v) == Kind::Null => Ok(None),
@@ -73,7 +87,10 @@ pub(super) fn opt_bool(ctx: &Ctx<'_>, obj: NodeId, key: &str) -> Result<Option<b
             Some(b) => Ok(Some(b)),
             None => Err(ctx.shape(
                 v,
-                format!("`{key}` must be a boolean, found {}", ctx.doc.kind(v).name()),
+                format!(
+                    "`{key}` must be a boolean, found {}",
+                    ctx.doc.kind(v).name()
+                ),
                 "expected true or false",
             )),
         },
@@ -81,13 +98,16 @@ pub(super) fn opt_bool(ctx: &Ctx<'_>, obj: NodeId, key: &str) -> Result<Option<b
 }
 
 /// An object of name → scalar pairs (`env`, `headers`), in source order.
-fn string_map(ctx: &Ctx<'_>, obj: NodeId, key: &str) -> Result<Vec<(Spanned<String>, Spanned<String>)>, LoadError> {
+fn string_map(ctx: &Ctx<'_>, obj: NodeId, key: &str) -> Result<Pairs, LoadError> {
     let Some(map) = ctx.opt(obj, key, Kind::Object)? else {
         return Ok(Vec::new());
     };
     let mut out = Vec::new();
     for (k, v) in ctx.doc.members(map).into_iter().flatten() {
-        let name = Spanned::new(ctx.doc.str(k).unwrap_or_default().into_owned(), Some(ctx.span(k)));
+        let name = Spanned::new(
+            ctx.doc.str(k).unwrap_or_default().into_owned(),
+            Some(ctx.span(k)),
+        );
         let value = sscalar(ctx, v, &format!("the value of `{key}.{}`", name.value))?;
         out.push((name, value));
     }
@@ -180,7 +200,9 @@ struct Inputs {
 impl Inputs {
     /// True if `value` references a password input (`${input:id}`).
     fn references_secret(&self, value: &str) -> bool {
-        references(value, "${input:").iter().any(|id| self.secret.contains(*id))
+        references(value, "${input:")
+            .iter()
+            .any(|id| self.secret.contains(*id))
     }
 }
 
@@ -210,7 +232,13 @@ pub fn load_vscode(ctx: &Ctx<'_>) -> Result<Vec<Server>, LoadError> {
         Some(_) => root,
         None => match doc.get(root, "mcp") {
             Some(mcp) => ctx.expect(mcp, Kind::Object, "`mcp`")?,
-            None => return Err(ctx.shape(root, "no `servers` object", "expected `servers` in this object")),
+            None => {
+                return Err(ctx.shape(
+                    root,
+                    "no `servers` object",
+                    "expected `servers` in this object",
+                ))
+            }
         },
     };
     let mut inputs = Inputs::default();
@@ -227,7 +255,11 @@ pub fn load_vscode(ctx: &Ctx<'_>) -> Result<Vec<Server>, LoadError> {
         }
     }
     let Some(servers) = doc.get(base, "servers") else {
-        return Err(ctx.shape(base, "no `servers` object", "expected `servers` in this object"));
+        return Err(ctx.shape(
+            base,
+            "no `servers` object",
+            "expected `servers` in this object",
+        ));
     };
     ctx.expect(servers, Kind::Object, "`servers`")?;
     let mut out = Vec::new();
@@ -239,7 +271,13 @@ pub fn load_vscode(ctx: &Ctx<'_>) -> Result<Vec<Server>, LoadError> {
 }
 
 /// One server entry of any JSON client config.
-fn entry(ctx: &Ctx<'_>, name: String, node: NodeId, client: &str, inputs: &Inputs) -> Result<Server, LoadError> {
+fn entry(
+    ctx: &Ctx<'_>,
+    name: String,
+    node: NodeId,
+    client: &str,
+    inputs: &Inputs,
+) -> Result<Server, LoadError> {
     let doc = ctx.doc;
     ctx.expect(node, Kind::Object, &format!("server `{name}`"))?;
     let ty = opt_sstr(ctx, node, "type")?;
@@ -274,9 +312,15 @@ fn entry(ctx: &Ctx<'_>, name: String, node: NodeId, client: &str, inputs: &Input
     } else {
         return Err(ctx.shape_help(
             node,
-            format!("server `{}` has neither `command` nor a URL", crate::display::visible_short(&name, 60)),
+            format!(
+                "server `{}` has neither `command` nor a URL",
+                crate::display::visible_short(&name, 60)
+            ),
             "this entry",
-            Some("a server entry needs `command` (stdio) or `url`/`serverUrl`/`httpUrl` (remote)".into()),
+            Some(
+                "a server entry needs `command` (stdio) or `url`/`serverUrl`/`httpUrl` (remote)"
+                    .into(),
+            ),
         ));
     };
     let mut launch = Launch::new(client, transport);
@@ -328,7 +372,10 @@ impl TValue {
 }
 
 /// Reads the rest of a TOML table (after `first`, if already read).
-fn table_rest<'de, A: MapAccess<'de>>(first: Option<Sp<String>>, mut map: A) -> Result<TValue, A::Error> {
+fn table_rest<'de, A: MapAccess<'de>>(
+    first: Option<Sp<String>>,
+    mut map: A,
+) -> Result<TValue, A::Error> {
     let mut out = Vec::new();
     if let Some(k) = first {
         let v = map.next_value::<Sp<TValue>>()?;
@@ -453,10 +500,16 @@ impl<'de, T: Deserialize<'de> + FromPlain> Deserialize<'de> for Sp<T> {
                 f.write_str("a spanned TOML value")
             }
             fn visit_str<E: de::Error>(self, v: &str) -> Result<Sp<T>, E> {
-                Ok(Sp { v: T::from_plain(v.to_string()), span: None })
+                Ok(Sp {
+                    v: T::from_plain(v.to_string()),
+                    span: None,
+                })
             }
             fn visit_string<E: de::Error>(self, v: String) -> Result<Sp<T>, E> {
-                Ok(Sp { v: T::from_plain(v), span: None })
+                Ok(Sp {
+                    v: T::from_plain(v),
+                    span: None,
+                })
             }
             fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Sp<T>, A::Error> {
                 let (mut start, mut end, mut value) = (None, None, None);
@@ -499,7 +552,13 @@ struct TomlCtx<'a> {
 type TSpanned = Sp<TValue>;
 
 impl TomlCtx<'_> {
-    fn err(&self, span: std::ops::Range<usize>, pointer: &str, message: String, label: &str) -> LoadError {
+    fn err(
+        &self,
+        span: std::ops::Range<usize>,
+        pointer: &str,
+        message: String,
+        label: &str,
+    ) -> LoadError {
         LoadError::shape(
             self.path,
             self.text,
@@ -512,7 +571,11 @@ impl TomlCtx<'_> {
     }
 
     fn get<'t>(&self, table: &'t [(Sp<String>, TSpanned)], key: &str) -> Option<&'t TSpanned> {
-        table.iter().rev().find(|(k, _)| k.get_ref() == key).map(|(_, v)| v)
+        table
+            .iter()
+            .rev()
+            .find(|(k, _)| k.get_ref() == key)
+            .map(|(_, v)| v)
     }
 
     fn string(&self, v: &TSpanned, pointer: &str) -> Result<Spanned<String>, LoadError> {
@@ -521,7 +584,11 @@ impl TomlCtx<'_> {
             other => Err(self.err(
                 v.span(),
                 pointer,
-                format!("`{}` must be a string, found {}", last(pointer), other.kind()),
+                format!(
+                    "`{}` must be a string, found {}",
+                    last(pointer),
+                    other.kind()
+                ),
                 "expected a string",
             )),
         }
@@ -537,7 +604,11 @@ impl TomlCtx<'_> {
             other => Err(self.err(
                 v.span(),
                 pointer,
-                format!("`{}` must be a table, found {}", last(pointer), other.kind()),
+                format!(
+                    "`{}` must be a table, found {}",
+                    last(pointer),
+                    other.kind()
+                ),
                 "expected a table",
             )),
         }
@@ -553,7 +624,11 @@ impl TomlCtx<'_> {
             other => Err(self.err(
                 v.span(),
                 pointer,
-                format!("`{}` must be an array of strings, found {}", last(pointer), other.kind()),
+                format!(
+                    "`{}` must be an array of strings, found {}",
+                    last(pointer),
+                    other.kind()
+                ),
                 "expected an array",
             )),
         }
@@ -565,21 +640,27 @@ impl TomlCtx<'_> {
             other => Err(self.err(
                 v.span(),
                 pointer,
-                format!("`{}` must be a boolean, found {}", last(pointer), other.kind()),
+                format!(
+                    "`{}` must be a boolean, found {}",
+                    last(pointer),
+                    other.kind()
+                ),
                 "expected true or false",
             )),
         }
     }
 
     /// A table of string → string (`env`, `http_headers`, `env_http_headers`).
-    fn string_table(&self, v: &TSpanned, pointer: &str) -> Result<Vec<(Spanned<String>, Spanned<String>)>, LoadError> {
+    fn string_table(&self, v: &TSpanned, pointer: &str) -> Result<Pairs, LoadError> {
         let t = self.table(v, pointer)?;
         let mut out = Vec::with_capacity(t.len());
         for (k, val) in t {
             let p = format!("{pointer}/{}", escape_pointer(k.get_ref()));
             let value = match val.get_ref() {
                 // Codex stringifies nothing, but a number here is clearly meant as text.
-                TValue::Other(s, kind) if *kind != "a datetime" => Spanned::new(s.clone(), span_of(val)),
+                TValue::Other(s, kind) if *kind != "a datetime" => {
+                    Spanned::new(s.clone(), span_of(val))
+                }
                 _ => self.string(val, &p)?,
             };
             out.push((Spanned::new(k.get_ref().clone(), span_of(k)), value));
@@ -621,7 +702,10 @@ pub fn load_codex(path: &Path, bytes: Vec<u8>, opts: &LoadOptions) -> Result<Loa
     let root: TValue = match toml::from_str::<TValue>(&text) {
         Ok(v) => v,
         Err(e) => {
-            let span = e.span().map(|r| Span::new(r.start, r.end)).unwrap_or(Span::new(0, 0));
+            let span = e
+                .span()
+                .map(|r| Span::new(r.start, r.end))
+                .unwrap_or(Span::new(0, 0));
             let msg = e
                 .message()
                 .lines()
@@ -629,7 +713,12 @@ pub fn load_codex(path: &Path, bytes: Vec<u8>, opts: &LoadOptions) -> Result<Loa
                 .filter(|l| !l.is_empty())
                 .collect::<Vec<_>>()
                 .join("; ");
-            return Err(LoadError::syntax_at(path, &text, span, format!("invalid TOML: {msg}")));
+            return Err(LoadError::syntax_at(
+                path,
+                &text,
+                span,
+                format!("invalid TOML: {msg}"),
+            ));
         }
     };
     let tc = TomlCtx { path, text: &text };
@@ -642,7 +731,8 @@ pub fn load_codex(path: &Path, bytes: Vec<u8>, opts: &LoadOptions) -> Result<Loa
             }
         }
     }
-    let doc = Document::parse(b"{}".to_vec(), &ParseOptions::default()).map_err(|e| LoadError::syntax(path, b"{}", &e))?;
+    let doc = Document::parse(b"{}".to_vec(), &ParseOptions::default())
+        .map_err(|e| LoadError::syntax(path, b"{}", &e))?;
     let _ = opts;
     Ok(Loaded {
         path: path.to_path_buf(),
@@ -669,7 +759,9 @@ fn codex_entry(
             Some(a) => tc.strings(a, &sub("args"))?,
             None => Vec::new(),
         };
-        let cwd = field("cwd").map(|c| tc.string(c, &sub("cwd"))).transpose()?;
+        let cwd = field("cwd")
+            .map(|c| tc.string(c, &sub("cwd")))
+            .transpose()?;
         Transport::Stdio { command, args, cwd }
     } else if let Some(u) = field("url") {
         let url = tc.string(u, &sub("url"))?;
@@ -753,14 +845,49 @@ fn codex_entry(
 
 /// Environment and header names that hold credentials by convention.
 const SECRET_NAME_PARTS: &[&str] = &[
-    "KEY", "TOKEN", "SECRET", "AUTHORIZATION", "PASSWORD", "PASSWD", "PASS", "AUTH", "CREDENTIAL", "COOKIE", "SESSION", "PRIVATE",
-    "BEARER", "PAT", "DSN",
+    "KEY",
+    "TOKEN",
+    "SECRET",
+    "AUTHORIZATION",
+    "PASSWORD",
+    "PASSWD",
+    "PASS",
+    "AUTH",
+    "CREDENTIAL",
+    "COOKIE",
+    "SESSION",
+    "PRIVATE",
+    "BEARER",
+    "PAT",
+    "DSN",
 ];
 
 /// Prefixes of well-known credential formats.
 const SECRET_PREFIXES: &[&str] = &[
-    "sk-", "sk_", "pk_", "rk_", "ghp_", "gho_", "ghs_", "ghu_", "github_pat_", "glpat-", "xoxb-", "xoxp-", "xoxa-",
-    "AKIA", "ASIA", "AIza", "eyJ", "Bearer ", "Basic ", "npm_", "pypi-", "hf_", "shpat_", "SG.",
+    "sk-",
+    "sk_",
+    "pk_",
+    "rk_",
+    "ghp_",
+    "gho_",
+    "ghs_",
+    "ghu_",
+    "github_pat_",
+    "glpat-",
+    "xoxb-",
+    "xoxp-",
+    "xoxa-",
+    "AKIA",
+    "ASIA",
+    "AIza",
+    "eyJ",
+    "Bearer ",
+    "Basic ",
+    "npm_",
+    "pypi-",
+    "hf_",
+    "shpat_",
+    "SG.",
 ];
 
 /// True if `value` is only references to variables (`${VAR}`, `${input:id}`,
@@ -781,7 +908,9 @@ fn is_reference_only(value: &str) -> bool {
             let Some(end) = r.find('}') else { return false };
             rest = &r[end + 1..];
         } else if let Some(r) = rest.strip_prefix('$') {
-            let n = r.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).unwrap_or(r.len());
+            let n = r
+                .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                .unwrap_or(r.len());
             if n == 0 {
                 return false;
             }
@@ -795,8 +924,11 @@ fn is_reference_only(value: &str) -> bool {
 
 fn name_is_secret(name: &str) -> bool {
     let up = name.to_ascii_uppercase();
-    up.split(|c: char| !c.is_ascii_alphanumeric())
-        .any(|part| SECRET_NAME_PARTS.iter().any(|s| part == *s || (part.ends_with(s) && *s != "PAT" && *s != "PASS")))
+    up.split(|c: char| !c.is_ascii_alphanumeric()).any(|part| {
+        SECRET_NAME_PARTS
+            .iter()
+            .any(|s| part == *s || (part.ends_with(s) && *s != "PAT" && *s != "PASS"))
+    })
 }
 
 /// True if a literal value looks like a credential or holds one (a URL with a
@@ -815,16 +947,28 @@ fn value_looks_secret(value: &str) -> bool {
         }
     }
     let lower = v.to_ascii_lowercase();
-    if ["api_key=", "apikey=", "token=", "key=", "secret=", "password=", "access_token="]
-        .iter()
-        .any(|k| lower.contains(k))
+    if [
+        "api_key=",
+        "apikey=",
+        "token=",
+        "key=",
+        "secret=",
+        "password=",
+        "access_token=",
+    ]
+    .iter()
+    .any(|k| lower.contains(k))
     {
         return true;
     }
     // A long run of letters and digits mixed is a likely token.
     let long_run = v
         .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '-'))
-        .any(|w| w.len() >= 24 && w.chars().any(|c| c.is_ascii_digit()) && w.chars().any(|c| c.is_ascii_alphabetic()));
+        .any(|w| {
+            w.len() >= 24
+                && w.chars().any(|c| c.is_ascii_digit())
+                && w.chars().any(|c| c.is_ascii_alphabetic())
+        });
     long_run
 }
 
@@ -851,7 +995,7 @@ pub fn redact(launch: &Launch) -> Launch {
             e.value = Some(shown(v, secret));
         }
     }
-    let redact_headers = |headers: &mut Vec<(Spanned<String>, Spanned<String>)>| {
+    let redact_headers = |headers: &mut Pairs| {
         for (k, v) in headers.iter_mut() {
             *v = shown(v, name_is_secret(&k.value));
         }
@@ -868,7 +1012,8 @@ pub fn redact(launch: &Launch) -> Launch {
                         Some((f, v)) => (f, Some(v)),
                         None => (flag, None),
                     };
-                    let is_secret_flag = name_is_secret(flag_name) || flag_name.trim_start_matches('-') == "header";
+                    let is_secret_flag =
+                        name_is_secret(flag_name) || flag_name.trim_start_matches('-') == "header";
                     match inline {
                         Some(v) if is_secret_flag && !is_reference_only(v) => {
                             a.value = format!("-{flag_name}=<secret>");
@@ -915,22 +1060,66 @@ mod tests {
             "generic",
             Transport::Stdio {
                 command: s("npx"),
-                args: vec![s("-y"), s("pkg"), s("--api-key"), s("abc123"), s("--token=xyz"), s("--verbose")],
+                args: vec![
+                    s("-y"),
+                    s("pkg"),
+                    s("--api-key"),
+                    s("abc123"),
+                    s("--token=xyz"),
+                    s("--verbose"),
+                ],
                 cwd: None,
             },
         );
         l.env = vec![
-            EnvVar { name: s("GITHUB_TOKEN"), value: Some(s("ghp_realtoken")), secret: false },
-            EnvVar { name: s("LOG_LEVEL"), value: Some(s("debug")), secret: false },
-            EnvVar { name: s("X"), value: Some(s("plain")), secret: true },
-            EnvVar { name: s("API_KEY"), value: Some(s("${API_KEY}")), secret: true },
+            EnvVar {
+                name: s("GITHUB_TOKEN"),
+                value: Some(s("ghp_realtoken")),
+                secret: false,
+            },
+            EnvVar {
+                name: s("LOG_LEVEL"),
+                value: Some(s("debug")),
+                secret: false,
+            },
+            EnvVar {
+                name: s("X"),
+                value: Some(s("plain")),
+                secret: true,
+            },
+            EnvVar {
+                name: s("API_KEY"),
+                value: Some(s("${API_KEY}")),
+                secret: true,
+            },
         ];
         let r = redact(&l);
-        let vals: Vec<_> = r.env.iter().map(|e| e.value.as_ref().map(|v| v.value.clone()).unwrap_or_default()).collect();
+        let vals: Vec<_> = r
+            .env
+            .iter()
+            .map(|e| {
+                e.value
+                    .as_ref()
+                    .map(|v| v.value.clone())
+                    .unwrap_or_default()
+            })
+            .collect();
         assert_eq!(vals, ["<secret>", "debug", "<secret>", "${API_KEY}"]);
-        let Transport::Stdio { args, .. } = &r.transport else { panic!("stdio expected") };
+        let Transport::Stdio { args, .. } = &r.transport else {
+            panic!("stdio expected")
+        };
         let args: Vec<_> = args.iter().map(|a| a.value.as_str()).collect();
-        assert_eq!(args, ["-y", "pkg", "--api-key", "<secret>", "--token=<secret>", "--verbose"]);
+        assert_eq!(
+            args,
+            [
+                "-y",
+                "pkg",
+                "--api-key",
+                "<secret>",
+                "--token=<secret>",
+                "--verbose"
+            ]
+        );
     }
 
     #[test]
@@ -950,10 +1139,17 @@ mod toml_tests {
     #[test]
     fn toml_spans_and_datetimes() {
         let text = "when = 1979-05-27T07:32:00Z\n[mcp_servers.fs]\ncommand = \"npx\"\nargs = [\"-y\", \"x\"]\nenv = { A = \"b\" }\n";
-        let l = load_codex(Path::new("c.toml"), text.as_bytes().to_vec(), &LoadOptions::default()).expect("loads");
+        let l = load_codex(
+            Path::new("c.toml"),
+            text.as_bytes().to_vec(),
+            &LoadOptions::default(),
+        )
+        .expect("loads");
         assert_eq!(l.servers.len(), 1);
         let launch = l.servers[0].launch.as_ref().expect("launch");
-        let Transport::Stdio { command, args, .. } = &launch.transport else { panic!("stdio") };
+        let Transport::Stdio { command, args, .. } = &launch.transport else {
+            panic!("stdio")
+        };
         let sp = command.span.expect("span");
         assert_eq!(&text[sp.range()], "\"npx\"");
         assert_eq!(args.len(), 2);

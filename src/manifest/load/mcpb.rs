@@ -17,7 +17,9 @@ use std::sync::Arc;
 use super::config::{opt_bool, opt_sstr, references, sscalar, sstr};
 use super::{tools, Ctx, LoadError, LoadOptions};
 use crate::manifest::json::{Document, Kind, NodeId};
-use crate::manifest::{Completeness, EnvVar, InputKind, Launch, Loaded, PackageRef, Server, Spanned, Transport};
+use crate::manifest::{
+    Completeness, EnvVar, InputKind, Launch, Loaded, PackageRef, Server, Spanned, Transport,
+};
 
 /// The key of the Windows packaging metadata in a manifest's `_meta`.
 const WINDOWS_META: &str = "com.microsoft.windows";
@@ -100,13 +102,21 @@ fn result_of(ctx: &Ctx<'_>, node: NodeId, what: &str) -> Result<NodeId, LoadErro
 
 /// Replaces the static lists with the captured results: tools (with schemas),
 /// and instructions, serverInfo and protocol version from `initialize`.
-fn apply_static_responses(ctx: &Ctx<'_>, responses: NodeId, server: &mut Server) -> Result<(), LoadError> {
+fn apply_static_responses(
+    ctx: &Ctx<'_>,
+    responses: NodeId,
+    server: &mut Server,
+) -> Result<(), LoadError> {
     let doc = ctx.doc;
     let mut have_tools = false;
     if let Some(list) = doc.get(responses, "tools/list") {
         let result = result_of(ctx, list, "the static `tools/list` response")?;
         let Some(arr) = doc.get(result, "tools") else {
-            return Err(ctx.shape(result, "static `tools/list` response without `tools`", "no `tools` here"));
+            return Err(ctx.shape(
+                result,
+                "static `tools/list` response without `tools`",
+                "no `tools` here",
+            ));
         };
         ctx.expect(arr, Kind::Array, "`tools`")?;
         server.tools_node = Some(arr);
@@ -124,7 +134,11 @@ fn apply_static_responses(ctx: &Ctx<'_>, responses: NodeId, server: &mut Server)
     }
     for (method, key, uri) in [
         ("resources/list", "resources", "uri"),
-        ("resources/templates/list", "resourceTemplates", "uriTemplate"),
+        (
+            "resources/templates/list",
+            "resourceTemplates",
+            "uriTemplate",
+        ),
     ] {
         if let Some(list) = doc.get(responses, method) {
             let result = result_of(ctx, list, &format!("the static `{method}` response"))?;
@@ -202,7 +216,11 @@ fn launch(
             // host runs as `uv run <entry_point>`; for others, run the entry
             // point with the runtime its type names.
             let Some(entry) = entry_point else {
-                return Err(ctx.shape(srv, "`server` has neither `mcp_config` nor `entry_point`", "this server"));
+                return Err(ctx.shape(
+                    srv,
+                    "`server` has neither `mcp_config` nor `entry_point`",
+                    "this server",
+                ));
             };
             let runtime = match ty.as_ref().map(|t| t.value.as_str()) {
                 Some("uv") => Some(vec!["uv", "run"]),
@@ -212,8 +230,12 @@ fn launch(
             };
             match runtime {
                 Some(words) => {
-                    let mut it = words.into_iter().map(|w| Spanned::new(w.to_string(), ty.as_ref().and_then(|t| t.span)));
-                    let command = it.next().unwrap_or_else(|| Spanned::new(String::new(), None));
+                    let mut it = words
+                        .into_iter()
+                        .map(|w| Spanned::new(w.to_string(), ty.as_ref().and_then(|t| t.span)));
+                    let command = it
+                        .next()
+                        .unwrap_or_else(|| Spanned::new(String::new(), None));
                     let mut args: Vec<_> = it.collect();
                     args.push(entry);
                     (command, args, None)
@@ -236,7 +258,10 @@ fn launch(
             .iter()
             .any(|key| sensitive.contains(*key));
         launch.env.push(EnvVar {
-            name: Spanned::new(doc.str(k).unwrap_or_default().into_owned(), Some(ctx.span(k))),
+            name: Spanned::new(
+                doc.str(k).unwrap_or_default().into_owned(),
+                Some(ctx.span(k)),
+            ),
             value: Some(value),
             secret,
         });
@@ -313,10 +338,18 @@ pub fn load_bundle(path: &Path, bytes: &[u8], opts: &LoadOptions) -> Result<Load
                     format!("no {MANIFEST} at the root of the MCPB bundle"),
                 ))
             }
-            Err(e) => return Err(bundle_error(path, format!("cannot read {MANIFEST} in the bundle: {e}"))),
+            Err(e) => {
+                return Err(bundle_error(
+                    path,
+                    format!("cannot read {MANIFEST} in the bundle: {e}"),
+                ))
+            }
         };
         if entry.is_dir() {
-            return Err(bundle_error(path, format!("{MANIFEST} in the bundle is a directory")));
+            return Err(bundle_error(
+                path,
+                format!("{MANIFEST} in the bundle is a directory"),
+            ));
         }
         if entry.size() > max as u64 {
             return Err(bundle_error(
@@ -344,7 +377,10 @@ pub fn load_bundle(path: &Path, bytes: &[u8], opts: &LoadOptions) -> Result<Load
         Ok(d) => d,
         Err((e, bytes)) => return Err(LoadError::syntax(&inner, &bytes, &e)),
     };
-    let ctx = Ctx { path: &inner, doc: &doc };
+    let ctx = Ctx {
+        path: &inner,
+        doc: &doc,
+    };
     let servers = load_manifest(&ctx)?;
     Ok(Loaded {
         path: inner,

@@ -21,7 +21,11 @@ fn get_any(ctx: &Ctx<'_>, obj: NodeId, names: &[&str]) -> Option<NodeId> {
 }
 
 /// An optional string under any of `names`.
-fn opt_str_any(ctx: &Ctx<'_>, obj: NodeId, names: &[&str]) -> Result<Option<Spanned<String>>, LoadError> {
+fn opt_str_any(
+    ctx: &Ctx<'_>,
+    obj: NodeId,
+    names: &[&str],
+) -> Result<Option<Spanned<String>>, LoadError> {
     match get_any(ctx, obj, names) {
         None => Ok(None),
         Some(v) if ctx.doc.kind(v) == Kind::Null => Ok(None),
@@ -30,7 +34,11 @@ fn opt_str_any(ctx: &Ctx<'_>, obj: NodeId, names: &[&str]) -> Result<Option<Span
 }
 
 /// An optional array under any of `names`.
-fn opt_array_any<'d>(ctx: &Ctx<'d>, obj: NodeId, names: &[&str]) -> Result<&'d [NodeId], LoadError> {
+fn opt_array_any<'d>(
+    ctx: &Ctx<'d>,
+    obj: NodeId,
+    names: &[&str],
+) -> Result<&'d [NodeId], LoadError> {
     match get_any(ctx, obj, names) {
         None => Ok(&[]),
         Some(v) if ctx.doc.kind(v) == Kind::Null => Ok(&[]),
@@ -48,7 +56,11 @@ fn is_true(ctx: &Ctx<'_>, obj: NodeId, names: &[&str]) -> Result<bool, LoadError
             Some(b) => Ok(b),
             None => Err(ctx.shape(
                 v,
-                format!("`{}` must be a boolean, found {}", names[0], ctx.doc.kind(v).name()),
+                format!(
+                    "`{}` must be a boolean, found {}",
+                    names[0],
+                    ctx.doc.kind(v).name()
+                ),
                 "expected true or false",
             )),
         },
@@ -71,8 +83,15 @@ pub fn load(ctx: &Ctx<'_>) -> Result<Vec<Server>, LoadError> {
     let mut out: Vec<Server> = Vec::new();
     let mut push = |mut s: Server, label: String| {
         let base = format!("{name} [{label}]");
-        let same = out.iter().filter(|o| o.name == base || o.name.starts_with(&format!("{base} #"))).count();
-        s.name = if same == 0 { base } else { format!("{base} #{}", same + 1) };
+        let same = out
+            .iter()
+            .filter(|o| o.name == base || o.name.starts_with(&format!("{base} #")))
+            .count();
+        s.name = if same == 0 {
+            base
+        } else {
+            format!("{base} #{}", same + 1)
+        };
         out.push(s);
     };
     for &pkg in opt_array_any(ctx, root, &["packages"])? {
@@ -101,7 +120,12 @@ fn runtime_for(registry: &str) -> Option<(&'static str, &'static [&'static str],
 fn package(ctx: &Ctx<'_>, pkg: NodeId) -> Result<(Server, String), LoadError> {
     let doc = ctx.doc;
     ctx.expect(pkg, Kind::Object, "a package")?;
-    let Some(registry) = opt_str_any(ctx, pkg, &["registryType", "registry_type", "registry_name"])? else {
+    let Some(registry) = opt_str_any(
+        ctx,
+        pkg,
+        &["registryType", "registry_type", "registry_name"],
+    )?
+    else {
         return Err(ctx.shape(pkg, "a package without `registryType`", "this package"));
     };
     let Some(identifier) = opt_str_any(ctx, pkg, &["identifier", "name"])? else {
@@ -112,7 +136,11 @@ fn package(ctx: &Ctx<'_>, pkg: NodeId) -> Result<(Server, String), LoadError> {
         None => None,
         Some(n) => {
             let s = sstr(ctx, n, "`fileSha256`")?.value;
-            if s.len() != 64 || !s.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)) {
+            if s.len() != 64
+                || !s
+                    .bytes()
+                    .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+            {
                 return Err(ctx.shape(
                     n,
                     "`fileSha256` must be 64 lowercase hex digits",
@@ -123,8 +151,14 @@ fn package(ctx: &Ctx<'_>, pkg: NodeId) -> Result<(Server, String), LoadError> {
         }
     };
     let hint = opt_str_any(ctx, pkg, &["runtimeHint", "runtime_hint"])?;
-    let runtime_args = arguments(ctx, opt_array_any(ctx, pkg, &["runtimeArguments", "runtime_arguments"])?)?;
-    let package_args = arguments(ctx, opt_array_any(ctx, pkg, &["packageArguments", "package_arguments"])?)?;
+    let runtime_args = arguments(
+        ctx,
+        opt_array_any(ctx, pkg, &["runtimeArguments", "runtime_arguments"])?,
+    )?;
+    let package_args = arguments(
+        ctx,
+        opt_array_any(ctx, pkg, &["packageArguments", "package_arguments"])?,
+    )?;
 
     let reg = registry.value.as_str();
     let defaults = runtime_for(reg);
@@ -141,7 +175,9 @@ fn package(ctx: &Ctx<'_>, pkg: NodeId) -> Result<(Server, String), LoadError> {
         // a publisher's explicit `-y` is not doubled.
         if command.value == cmd {
             for l in lead.iter() {
-                let dup = runtime_args.iter().any(|a| a.value == *l || (*l == "-y" && a.value == "--yes"));
+                let dup = runtime_args
+                    .iter()
+                    .any(|a| a.value == *l || (*l == "-y" && a.value == "--yes"));
                 if !dup {
                     args.push(Spanned::new(l.to_string(), None));
                 }
@@ -152,7 +188,13 @@ fn package(ctx: &Ctx<'_>, pkg: NodeId) -> Result<(Server, String), LoadError> {
     args.extend(runtime_args);
     let spec = match (&version, sep) {
         // An oci identifier may carry its tag already.
-        (Some(v), Some(":")) if identifier.value.rsplit('/').next().is_some_and(|l| l.contains(':')) => {
+        (Some(v), Some(":"))
+            if identifier
+                .value
+                .rsplit('/')
+                .next()
+                .is_some_and(|l| l.contains(':')) =>
+        {
             let _ = v;
             identifier.value.clone()
         }
@@ -228,7 +270,11 @@ fn transport_type(ctx: &Ctx<'_>, t: NodeId) -> Result<String, LoadError> {
 fn remote_transport(ctx: &Ctx<'_>, t: NodeId) -> Result<Transport, LoadError> {
     let ty = transport_type(ctx, t)?;
     let Some(url) = opt_sstr(ctx, t, "url")? else {
-        return Err(ctx.shape(t, format!("a `{ty}` transport without `url`"), "this transport"));
+        return Err(ctx.shape(
+            t,
+            format!("a `{ty}` transport without `url`"),
+            "this transport",
+        ));
     };
     let mut headers = Vec::new();
     for &h in opt_array_any(ctx, t, &["headers"])? {
@@ -240,7 +286,13 @@ fn remote_transport(ctx: &Ctx<'_>, t: NodeId) -> Result<Transport, LoadError> {
     }
     Ok(match ty.as_str() {
         "sse" => Transport::Sse { url, headers },
-        "stdio" => return Err(ctx.shape(t, "a remote cannot use the stdio transport", "this transport")),
+        "stdio" => {
+            return Err(ctx.shape(
+                t,
+                "a remote cannot use the stdio transport",
+                "this transport",
+            ))
+        }
         _ => Transport::Http { url, headers },
     })
 }
@@ -292,7 +344,10 @@ fn arguments(ctx: &Ctx<'_>, items: &[NodeId]) -> Result<Vec<Spanned<String>>, Lo
         let hint = opt_str_any(ctx, a, &["valueHint", "value_hint"])?;
         let placeholder = |h: &Option<Spanned<String>>, fallback: &str| {
             Spanned::new(
-                format!("{{{}}}", h.as_ref().map(|h| h.value.as_str()).unwrap_or(fallback)),
+                format!(
+                    "{{{}}}",
+                    h.as_ref().map(|h| h.value.as_str()).unwrap_or(fallback)
+                ),
                 Some(ctx.span(a)),
             )
         };
@@ -309,7 +364,9 @@ fn arguments(ctx: &Ctx<'_>, items: &[NodeId]) -> Result<Vec<Spanned<String>>, Lo
                 }
             }
             Some("positional") | None => {
-                let fallback = opt_sstr(ctx, a, "name")?.map(|n| n.value).unwrap_or_else(|| "value".into());
+                let fallback = opt_sstr(ctx, a, "name")?
+                    .map(|n| n.value)
+                    .unwrap_or_else(|| "value".into());
                 out.push(value.unwrap_or_else(|| placeholder(&hint, &fallback)));
             }
             Some(other) => {
