@@ -820,3 +820,91 @@ fn all_benign_captures_load_with_indexed_tool_counts() {
     }
     assert_eq!(total, 1123);
 }
+
+#[test]
+fn registry_api_response_loads_as_server_json() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let p = dir.path().join("latest.json");
+    std::fs::write(
+        &p,
+        br#"{"server": {"name": "io.github.x/y", "description": "d", "version": "1.0.0",
+            "packages": [{"registryType": "pypi", "identifier": "y-mcp", "version": "1.0.0", "transport": {"type": "stdio"}}]},
+           "_meta": {"io.modelcontextprotocol.registry/official": {"status": "active", "isLatest": true}}}"#,
+    )
+    .expect("write");
+    let l = load_file(&p, &LoadOptions::default()).expect("loads");
+    assert_eq!(l.kind, InputKind::ServerJson);
+    let (cmd, args) = stdio(launch(&l, "io.github.x/y [pypi]"));
+    assert_eq!((cmd.value.as_str(), args), ("uvx", vec!["y-mcp==1.0.0"]));
+}
+
+// --- robustness -----------------------------------------------------------
+
+mod robustness {
+    use super::*;
+    use mcplint::manifest::load::load_bytes;
+    use proptest::prelude::*;
+
+    const FILES: &[&str] = &[
+        "claude-desktop/claude_desktop_config.json",
+        "claude-code/.claude.json",
+        "gemini/.gemini/settings.json",
+        "vscode/.vscode/mcp.json",
+        "codex/config.toml",
+        "server-json/server.json",
+        "server-json/server-2025-07-09.json",
+        "mcpb/manifest.json",
+        "mcpb/manifest-windows.json",
+    ];
+
+    /// A small bundle, as bytes.
+    fn bundle() -> Vec<u8> {
+        let mut cur = std::io::Cursor::new(Vec::new());
+        {
+            let mut z = zip::ZipWriter::new(&mut cur);
+            let opts = zip::write::SimpleFileOptions::default()
+                .compression_method(zip::CompressionMethod::Deflated);
+            z.start_file("manifest.json", opts).expect("entry");
+            z.write_all(&std::fs::read(fixture("mcpb/manifest.json")).expect("fixture"))
+                .expect("write");
+            z.finish().expect("finish");
+        }
+        cur.into_inner()
+    }
+
+    fn mutate(mut bytes: Vec<u8>, edits: &[(usize, u8)], cut: Option<usize>) -> Vec<u8> {
+        for &(at, b) in edits {
+            if !bytes.is_empty() {
+                let i = at % bytes.len();
+                bytes[i] = b;
+            }
+        }
+        if let Some(c) = cut {
+            bytes.truncate(c % (bytes.len() + 1));
+        }
+        bytes
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(384))]
+
+        /// Damaged configs, manifests and bundles load or fail with an
+        /// error; they never panic.
+        #[test]
+        fn damaged_inputs_never_panic(
+            which in 0..FILES.len() + 1,
+            edits in proptest::collection::vec((any::<usize>(), any::<u8>()), 0..6),
+            cut in proptest::option::of(any::<usize>()),
+        ) {
+            let (path, bytes) = if which == FILES.len() {
+                (PathBuf::from("damaged.mcpb"), bundle())
+            } else {
+                let p = fixture(FILES[which]);
+                let b = std::fs::read(&p).expect("fixture");
+                (p, b)
+            };
+            let bytes = mutate(bytes, &edits, cut);
+            let _ = load_bytes(&path, bytes, &LoadOptions::default());
+        }
+    }
+}

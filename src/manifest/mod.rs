@@ -300,6 +300,7 @@ impl<T> Spanned<T> {
 
 /// How a client or registry entry starts a server.
 #[derive(Debug, Clone, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct Launch {
     /// The client or format the entry comes from (`claude-desktop`, `vscode`,
     /// `server.json`, `mcpb` ...).

@@ -360,7 +360,8 @@ pub fn load_bundle(path: &Path, bytes: &[u8], opts: &LoadOptions) -> Result<Load
                 ),
             ));
         }
-        let mut buf = Vec::with_capacity((entry.size() as usize).min(max));
+        // The declared size may lie: reserve at most a modest amount up front.
+        let mut buf = Vec::with_capacity((entry.size() as usize).min(max).min(16 << 20));
         (&mut entry)
             .take(max as u64 + 1)
             .read_to_end(&mut buf)

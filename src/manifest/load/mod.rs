@@ -420,7 +420,14 @@ pub fn detect(doc: &Document) -> Option<InputKind> {
             let schema_is_server = doc
                 .get_str(root, "$schema")
                 .is_some_and(|s| s.contains("server.schema.json"));
-            if schema_is_server || ((has("packages") || has("remotes")) && has("name")) {
+            // The registry API wraps a server.json as `{"server": {…}, "_meta": {…}}`.
+            let api_wrapped = doc.get(root, "server").is_some_and(|s| {
+                doc.get(s, "packages").is_some() || doc.get(s, "remotes").is_some()
+            });
+            if schema_is_server
+                || api_wrapped
+                || ((has("packages") || has("remotes")) && has("name"))
+            {
                 return Some(InputKind::ServerJson);
             }
             if doc

@@ -8,6 +8,8 @@
 //! command is built the way the registry documents it (`npx -y id@ver`,
 //! `uvx id==ver`, `docker run -i --rm … id:ver …`, `dnx id@ver -- …`), with the
 //! runtime and package arguments as written; every piece keeps its span.
+//! A registry API response for one version (`{"server": {…}, "_meta": {…}}`)
+//! loads the same way.
 
 use super::config::{opt_sstr, sscalar, sstr};
 use super::{Ctx, LoadError};
@@ -70,7 +72,13 @@ fn is_true(ctx: &Ctx<'_>, obj: NodeId, names: &[&str]) -> Result<bool, LoadError
 /// Loads a `server.json`.
 pub fn load(ctx: &Ctx<'_>) -> Result<Vec<Server>, LoadError> {
     let doc = ctx.doc;
-    let root = ctx.expect(doc.root(), Kind::Object, "a server.json")?;
+    let mut root = ctx.expect(doc.root(), Kind::Object, "a server.json")?;
+    // A registry API response for one version: `{"server": {…}, "_meta": {…}}`.
+    if doc.get(root, "name").is_none() {
+        if let Some(inner) = doc.get(root, "server") {
+            root = ctx.expect(inner, Kind::Object, "`server`")?;
+        }
+    }
     let Some(name_node) = doc.get(root, "name") else {
         return Err(ctx.shape_help(
             root,
