@@ -114,6 +114,9 @@ fn print_human(l: &Loaded) {
                     .collect();
                 println!("    env: {}", visible(&env.join(" ")));
             }
+            if let Some(f) = &launch.env_file {
+                println!("    env file: {}", visible(&f.value));
+            }
             if launch.trust {
                 println!("    trusted: the client skips tool-call confirmations");
             }
@@ -173,9 +176,12 @@ fn print_human(l: &Loaded) {
 fn launch_summary(l: &crate::manifest::Launch) -> String {
     use crate::manifest::Transport;
     let mut s = match &l.transport {
-        Transport::Stdio { command, args, .. } => {
+        Transport::Stdio { command, args, cwd } => {
             let mut v = vec![command.value.clone()];
             v.extend(args.iter().map(|a| a.value.clone()));
+            if let Some(cwd) = cwd {
+                v.push(format!("(in {})", cwd.value));
+            }
             v.join(" ")
         }
         Transport::Http { url, headers } | Transport::Sse { url, headers } => {

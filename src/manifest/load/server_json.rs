@@ -196,14 +196,13 @@ fn package(ctx: &Ctx<'_>, pkg: NodeId) -> Result<(Server, String), LoadError> {
     args.extend(runtime_args);
     let spec = match (&version, sep) {
         // An oci identifier may carry its tag already.
-        (Some(v), Some(":"))
+        (Some(_), Some(":"))
             if identifier
                 .value
                 .rsplit('/')
                 .next()
                 .is_some_and(|l| l.contains(':')) =>
         {
-            let _ = v;
             identifier.value.clone()
         }
         (Some(v), Some(s)) => format!("{}{s}{}", identifier.value, v.value),
