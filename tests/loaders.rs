@@ -908,3 +908,29 @@ mod robustness {
         }
     }
 }
+
+#[test]
+fn hostile_names_are_made_visible_in_errors_and_output() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let p = dir.path().join("mcp.json");
+    std::fs::write(
+        &p,
+        "{\"mcpServers\": {\"evil\\u001b[31m\": {\"command\": \"x\"}, \"bad\\u001b[2J\": 5}}",
+    )
+    .expect("write");
+    let (code, out, err) = mcplint(&["inspect", p.to_str().expect("utf-8")]);
+    assert_eq!(code, 2);
+    assert!(out.is_empty());
+    assert!(!err.contains('\u{1b}'), "raw escape in {err:?}");
+    assert!(err.contains("⟨ESC⟩"), "{err}");
+
+    std::fs::write(
+        &p,
+        "{\"mcpServers\": {\"evil\\u001b[31m\": {\"command\": \"x\\u001b[2J\"}}}",
+    )
+    .expect("write");
+    let (code, out, err) = mcplint(&["inspect", p.to_str().expect("utf-8")]);
+    assert_eq!(code, 0, "{err}");
+    assert!(!out.contains('\u{1b}'), "raw escape in {out:?}");
+    assert!(out.contains("server evil⟨ESC⟩[31m"), "{out}");
+}

@@ -108,7 +108,14 @@ fn string_map(ctx: &Ctx<'_>, obj: NodeId, key: &str) -> Result<Pairs, LoadError>
             ctx.doc.str(k).unwrap_or_default().into_owned(),
             Some(ctx.span(k)),
         );
-        let value = sscalar(ctx, v, &format!("the value of `{key}.{}`", name.value))?;
+        let value = sscalar(
+            ctx,
+            v,
+            &format!(
+                "the value of `{key}.{}`",
+                crate::display::visible_short(&name.value, 60)
+            ),
+        )?;
         out.push((name, value));
     }
     Ok(out)
@@ -117,8 +124,10 @@ fn string_map(ctx: &Ctx<'_>, obj: NodeId, key: &str) -> Result<Pairs, LoadError>
 /// Which client wrote an `mcpServers` file, from its path, then its fields.
 fn client_of(ctx: &Ctx<'_>) -> &'static str {
     let path = ctx.path.to_string_lossy().replace('\\', "/");
-    let name = ctx.path.file_name().and_then(|n| n.to_str()).unwrap_or("");
-    let in_dir = |d: &str| path.contains(&format!("{d}/")) || path.starts_with(&format!("{d}/"));
+    let mut parts: Vec<&str> = path.split('/').collect();
+    let name = parts.pop().unwrap_or("");
+    // A directory on the way to the file, by exact name.
+    let in_dir = |d: &str| parts.iter().any(|p| *p == d);
     if name == "claude_desktop_config.json" || in_dir("Claude") {
         return "claude-desktop";
     }
@@ -278,7 +287,11 @@ fn entry(
     client: &str,
     inputs: &Inputs,
 ) -> Result<Server, LoadError> {
-    ctx.expect(node, Kind::Object, &format!("server `{name}`"))?;
+    ctx.expect(
+        node,
+        Kind::Object,
+        &format!("server `{}`", crate::display::visible_short(&name, 60)),
+    )?;
     let ty = opt_sstr(ctx, node, "type")?;
     let command = opt_sstr(ctx, node, "command")?;
     // Windsurf calls it `serverUrl`; Gemini's `httpUrl` is streamable HTTP and
@@ -671,8 +684,10 @@ fn span_of<T>(s: &Sp<T>) -> Option<Span> {
     s.span.as_ref().map(|r| Span::new(r.start, r.end))
 }
 
-fn last(pointer: &str) -> &str {
-    pointer.rsplit('/').next().unwrap_or(pointer)
+/// The last step of a pointer (a field or key name), made safe to print.
+fn last(pointer: &str) -> String {
+    let step = pointer.rsplit('/').next().unwrap_or(pointer);
+    crate::display::visible_short(&step.replace("~1", "/").replace("~0", "~"), 60)
 }
 
 fn escape_pointer(s: &str) -> String {
