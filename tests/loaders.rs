@@ -540,6 +540,34 @@ fn mcpb_bundle_errors() {
         "{err}"
     );
 
+    // Two entries named manifest.json (written under different names, then
+    // renamed in place): refused, as readers disagree on which one counts.
+    let twice = dir.path().join("twice.mcpb");
+    let good = std::fs::read(fixture("mcpb/manifest.json")).expect("fixture");
+    write_zip(
+        &twice,
+        &[
+            ("manifest.json", &good),
+            ("manifest.jsoX", b"{\"manifest_version\":\"0.3\"}"),
+        ],
+    );
+    let mut bytes = std::fs::read(&twice).expect("read");
+    let mut renamed = 0;
+    for i in 0..bytes.len().saturating_sub(13) {
+        if &bytes[i..i + 13] == b"manifest.jsoX" {
+            bytes[i + 12] = b'n';
+            renamed += 1;
+        }
+    }
+    assert_eq!(renamed, 2, "local header and central directory");
+    std::fs::write(&twice, &bytes).expect("write");
+    let (code, _, err) = mcplint(&["inspect", twice.to_str().expect("utf-8")]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        flat(&err).contains("2 entries named manifest.json"),
+        "{err}"
+    );
+
     // Corrupt zip.
     let (code, _, err) = mcplint(&[
         "inspect",

@@ -321,6 +321,29 @@ fn bundle_error(path: &Path, message: String) -> LoadError {
     }
 }
 
+/// How many central directory entries of the zip in `bytes` are named `name`
+/// (walked from `start`; stops at the first thing that is not an entry).
+fn central_directory_count(bytes: &[u8], start: u64, name: &str) -> usize {
+    let u16_at = |i: usize| {
+        bytes
+            .get(i..i + 2)
+            .map(|b| u16::from_le_bytes([b[0], b[1]]) as usize)
+    };
+    let mut at = usize::try_from(start).unwrap_or(usize::MAX);
+    let mut count = 0;
+    while bytes.get(at..at + 4) == Some(b"PK\x01\x02") {
+        let (Some(n), Some(m), Some(k)) = (u16_at(at + 28), u16_at(at + 30), u16_at(at + 32))
+        else {
+            break;
+        };
+        if bytes.get(at + 46..at + 46 + n) == Some(name.as_bytes()) {
+            count += 1;
+        }
+        at += 46 + n + m + k;
+    }
+    count
+}
+
 /// Loads a `.mcpb` bundle: reads `manifest.json` at the zip's root, refusing
 /// an entry larger than the parse size limit (by its declared size, and by the
 /// bytes actually inflated, so a lying header cannot smuggle a zip bomb).
@@ -329,6 +352,15 @@ pub fn load_bundle(path: &Path, bytes: &[u8], opts: &LoadOptions) -> Result<Load
     let mut archive = zip::ZipArchive::new(std::io::Cursor::new(bytes))
         .map_err(|e| bundle_error(path, format!("not a valid MCPB bundle (zip archive): {e}")))?;
     let inner = inner_path(path);
+    let copies = central_directory_count(bytes, archive.central_directory_start(), MANIFEST);
+    if copies > 1 {
+        // The zip crate keeps the last entry of a name; other unzippers keep
+        // the first. Which manifest a host would run is then anyone's guess.
+        return Err(bundle_error(
+            path,
+            format!("the bundle holds {copies} entries named {MANIFEST}; readers disagree on which one counts"),
+        ));
+    }
     let text = {
         let mut entry = match archive.by_name(MANIFEST) {
             Ok(e) => e,
