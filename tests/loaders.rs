@@ -431,6 +431,19 @@ fn mcpb_manifest_static_lists() {
         pkg.version.as_ref().map(|v| v.value.as_str()),
         Some("1.0.0")
     );
+    // What runs on Windows differs; the override is kept and shown.
+    let o = &l8.platform_overrides[0];
+    assert_eq!(o.platform.value, "win32");
+    assert_eq!(
+        o.command.as_ref().map(|c| c.value.as_str()),
+        Some("node.exe")
+    );
+    assert!(o.args.is_none());
+    let (_, human, _) = mcplint(&[
+        "inspect",
+        fixture("mcpb/manifest.json").to_str().expect("utf-8"),
+    ]);
+    assert!(human.contains("    on win32: node.exe\n"), "{human}");
 }
 
 #[test]

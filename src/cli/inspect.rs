@@ -114,6 +114,24 @@ fn print_human(l: &Loaded) {
                     .collect();
                 println!("    env: {}", visible(&env.join(" ")));
             }
+            for o in &launch.platform_overrides {
+                let mut parts: Vec<String> = Vec::new();
+                if let Some(c) = &o.command {
+                    parts.push(c.value.clone());
+                }
+                if let Some(a) = &o.args {
+                    parts.extend(a.iter().map(|a| a.value.clone()));
+                }
+                for e in &o.env {
+                    let v = e.value.as_ref().map(|v| v.value.as_str()).unwrap_or("");
+                    parts.push(format!("{}={v}", e.name.value));
+                }
+                println!(
+                    "    on {}: {}",
+                    visible(&o.platform.value),
+                    visible(&parts.join(" "))
+                );
+            }
             if let Some(f) = &launch.env_file {
                 println!("    env file: {}", visible(&f.value));
             }

@@ -324,6 +324,23 @@ pub struct Launch {
     pub exclude_tools: Vec<Spanned<String>>,
     /// A file of environment variables the client loads (`envFile`).
     pub env_file: Option<Spanned<String>>,
+    /// Per-platform replacements of the command, arguments or environment
+    /// (MCPB `mcp_config.platform_overrides`): what runs on another OS may
+    /// differ from what is shown for this one.
+    pub platform_overrides: Vec<PlatformOverride>,
+}
+
+/// One platform's replacement launch values (MCPB `platform_overrides`).
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct PlatformOverride {
+    /// The platform key as written (`win32`, `darwin`, `linux`).
+    pub platform: Spanned<String>,
+    /// The command on that platform, when replaced.
+    pub command: Option<Spanned<String>>,
+    /// The arguments on that platform, when replaced.
+    pub args: Option<Vec<Spanned<String>>>,
+    /// The environment on that platform, when replaced.
+    pub env: Vec<EnvVar>,
 }
 
 impl Launch {
@@ -339,6 +356,7 @@ impl Launch {
             include_tools: None,
             exclude_tools: Vec::new(),
             env_file: None,
+            platform_overrides: Vec::new(),
         }
     }
 }

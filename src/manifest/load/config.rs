@@ -1004,49 +1004,65 @@ fn shown(value: &Spanned<String>, secret: bool) -> Spanned<String> {
 /// commands and references stay.
 pub fn redact(launch: &Launch) -> Launch {
     let mut out = launch.clone();
-    for e in &mut out.env {
+    redact_env(&mut out.env);
+    match &mut out.transport {
+        Transport::Stdio { command, args, .. } => {
+            *command = shown(command, false);
+            redact_args(args);
+        }
+        Transport::Http { url, headers } | Transport::Sse { url, headers } => {
+            *url = shown(url, false);
+            for (k, v) in headers.iter_mut() {
+                *v = shown(v, name_is_secret(&k.value));
+            }
+        }
+    }
+    for o in &mut out.platform_overrides {
+        if let Some(c) = &mut o.command {
+            *c = shown(c, false);
+        }
+        if let Some(a) = &mut o.args {
+            redact_args(a);
+        }
+        redact_env(&mut o.env);
+    }
+    out
+}
+
+fn redact_env(env: &mut [EnvVar]) {
+    for e in env {
         if let Some(v) = &e.value {
             let secret = e.secret || name_is_secret(&e.name.value);
             e.value = Some(shown(v, secret));
         }
     }
-    let redact_headers = |headers: &mut Pairs| {
-        for (k, v) in headers.iter_mut() {
-            *v = shown(v, name_is_secret(&k.value));
-        }
-    };
-    match &mut out.transport {
-        Transport::Stdio { command, args, .. } => {
-            *command = shown(command, false);
-            let mut after_flag = false;
-            for a in args.iter_mut() {
-                let secret_flag = after_flag;
-                after_flag = false;
-                if let Some(flag) = a.value.strip_prefix('-') {
-                    let (flag_name, inline) = match flag.split_once('=') {
-                        Some((f, v)) => (f, Some(v)),
-                        None => (flag, None),
-                    };
-                    let is_secret_flag =
-                        name_is_secret(flag_name) || flag_name.trim_start_matches('-') == "header";
-                    match inline {
-                        Some(v) if is_secret_flag && !is_reference_only(v) => {
-                            a.value = format!("-{flag_name}=<secret>");
-                        }
-                        Some(_) => {}
-                        None => after_flag = is_secret_flag,
-                    }
-                    continue;
+}
+
+/// Arguments: a value after a credential flag (`--api-key X`, `--header X`),
+/// the value of `--api-key=X`, and anything that looks like a credential.
+fn redact_args(args: &mut [Spanned<String>]) {
+    let mut after_flag = false;
+    for a in args.iter_mut() {
+        let secret_flag = after_flag;
+        after_flag = false;
+        if let Some(flag) = a.value.strip_prefix('-') {
+            let (flag_name, inline) = match flag.split_once('=') {
+                Some((f, v)) => (f, Some(v)),
+                None => (flag, None),
+            };
+            let is_secret_flag =
+                name_is_secret(flag_name) || flag_name.trim_start_matches('-') == "header";
+            match inline {
+                Some(v) if !is_reference_only(v) && (is_secret_flag || value_looks_secret(v)) => {
+                    a.value = format!("-{flag_name}=<secret>");
                 }
-                *a = shown(a, secret_flag);
+                Some(_) => {}
+                None => after_flag = is_secret_flag,
             }
+            continue;
         }
-        Transport::Http { url, headers } | Transport::Sse { url, headers } => {
-            *url = shown(url, false);
-            redact_headers(headers);
-        }
+        *a = shown(a, secret_flag);
     }
-    out
 }
 
 #[cfg(test)]
@@ -1082,6 +1098,8 @@ mod tests {
                     s("abc123"),
                     s("--token=xyz"),
                     s("--verbose"),
+                    s("--db=postgres://u:pw@h/x"),
+                    s("--key=${KEY}"),
                 ],
                 cwd: None,
             },
@@ -1132,7 +1150,9 @@ mod tests {
                 "--api-key",
                 "<secret>",
                 "--token=<secret>",
-                "--verbose"
+                "--verbose",
+                "--db=<secret>",
+                "--key=${KEY}"
             ]
         );
     }

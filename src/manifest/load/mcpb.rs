@@ -18,7 +18,8 @@ use super::config::{opt_bool, opt_sstr, references, sscalar, sstr};
 use super::{tools, Ctx, LoadError, LoadOptions};
 use crate::manifest::json::{Document, Kind, NodeId};
 use crate::manifest::{
-    Completeness, EnvVar, InputKind, Launch, Loaded, PackageRef, Server, Spanned, Transport,
+    Completeness, EnvVar, InputKind, Launch, Loaded, PackageRef, PlatformOverride, Server, Spanned,
+    Transport,
 };
 
 /// The key of the Windows packaging metadata in a manifest's `_meta`.
@@ -192,6 +193,7 @@ fn launch(
     let ty = opt_sstr(ctx, srv, "type")?;
     let entry_point = opt_sstr(ctx, srv, "entry_point")?;
     let sensitive = sensitive_user_config(ctx, root)?;
+    let mut overrides = None;
     let (command, args, env_node) = match ctx.opt(srv, "mcp_config", Kind::Object)? {
         Some(cfg) => {
             let Some(cmd) = doc.get(cfg, "command") else {
@@ -204,11 +206,7 @@ fn launch(
                     args.push(sstr(ctx, n, "an element of `mcp_config.args`")?);
                 }
             }
-            if let Some(po) = ctx.opt(cfg, "platform_overrides", Kind::Object)? {
-                for (_, o) in doc.members(po).into_iter().flatten() {
-                    ctx.expect(o, Kind::Object, "a platform override")?;
-                }
-            }
+            overrides = ctx.opt(cfg, "platform_overrides", Kind::Object)?;
             (command, args, ctx.opt(cfg, "env", Kind::Object)?)
         }
         None => {
@@ -252,18 +250,27 @@ fn launch(
             cwd: None,
         },
     );
-    for (k, v) in doc.members_opt(env_node) {
-        let value = sscalar(ctx, v, "an `mcp_config.env` value")?;
-        let secret = references(&value.value, "${user_config.")
-            .iter()
-            .any(|key| sensitive.contains(*key));
-        launch.env.push(EnvVar {
-            name: Spanned::new(
+    launch.env = env_vars(ctx, env_node, &sensitive)?;
+    for (k, o) in doc.members_opt(overrides) {
+        ctx.expect(o, Kind::Object, "a platform override")?;
+        let args = match ctx.opt(o, "args", Kind::Array)? {
+            Some(a) => Some(
+                doc.array(a)
+                    .unwrap_or_default()
+                    .iter()
+                    .map(|&n| sstr(ctx, n, "an element of a platform override's `args`"))
+                    .collect::<Result<Vec<_>, _>>()?,
+            ),
+            None => None,
+        };
+        launch.platform_overrides.push(PlatformOverride {
+            platform: Spanned::new(
                 doc.str(k).unwrap_or_default().into_owned(),
                 Some(ctx.span(k)),
             ),
-            value: Some(value),
-            secret,
+            command: opt_sstr(ctx, o, "command")?,
+            args,
+            env: env_vars(ctx, ctx.opt(o, "env", Kind::Object)?, &sensitive)?,
         });
     }
     if let Some(name) = name {
@@ -275,6 +282,32 @@ fn launch(
         });
     }
     Ok(Some(launch))
+}
+
+/// An `env` object's variables; those referencing a sensitive `user_config`
+/// entry (`${user_config.KEY}`) are secret.
+fn env_vars(
+    ctx: &Ctx<'_>,
+    env: Option<NodeId>,
+    sensitive: &HashSet<String>,
+) -> Result<Vec<EnvVar>, LoadError> {
+    let doc = ctx.doc;
+    let mut out = Vec::new();
+    for (k, v) in doc.members_opt(env) {
+        let value = sscalar(ctx, v, "an `env` value")?;
+        let secret = references(&value.value, "${user_config.")
+            .iter()
+            .any(|key| sensitive.contains(*key));
+        out.push(EnvVar {
+            name: Spanned::new(
+                doc.str(k).unwrap_or_default().into_owned(),
+                Some(ctx.span(k)),
+            ),
+            value: Some(value),
+            secret,
+        });
+    }
+    Ok(out)
 }
 
 /// Keys of `user_config` entries marked `sensitive: true`.
