@@ -127,7 +127,7 @@ fn client_of(ctx: &Ctx<'_>) -> &'static str {
     let mut parts: Vec<&str> = path.split('/').collect();
     let name = parts.pop().unwrap_or("");
     // A directory on the way to the file, by exact name.
-    let in_dir = |d: &str| parts.iter().any(|p| *p == d);
+    let in_dir = |d: &str| parts.contains(&d);
     if name == "claude_desktop_config.json" || in_dir("Claude") {
         return "claude-desktop";
     }
