@@ -8,6 +8,7 @@ use super::Format;
 use crate::display::{visible, visible_short};
 use crate::fingerprint::{context_digest, server_fingerprint, Scheme};
 use crate::manifest::json::{Document, Kind};
+use crate::manifest::load::config::redact;
 use crate::manifest::load::{LoadError, LoadOptions};
 use crate::manifest::{Loaded, Server};
 
@@ -89,13 +90,66 @@ fn print_human(l: &Loaded) {
         if s.instructions.is_some() {
             facts.push("has instructions".into());
         }
+        if s.completeness == crate::manifest::Completeness::LaunchOnly && s.tools.is_empty() {
+            // Configs and server.json list how to start a server, not its tools.
+            facts = vec!["launch spec only".into()];
+        }
         println!("  server {}: {}", visible(&s.name), facts.join(", "));
         if let Some(launch) = &s.launch {
+            // Config values may hold credentials: print the redacted copy only.
+            let launch = redact(launch);
             println!(
                 "    launch ({}): {}",
                 visible(&launch.client),
-                visible(&launch_summary(launch))
+                visible(&launch_summary(&launch))
             );
+            if !launch.env.is_empty() {
+                let env: Vec<String> = launch
+                    .env
+                    .iter()
+                    .map(|e| match &e.value {
+                        Some(v) => format!("{}={}", e.name.value, v.value),
+                        None => e.name.value.clone(),
+                    })
+                    .collect();
+                println!("    env: {}", visible(&env.join(" ")));
+            }
+            for o in &launch.platform_overrides {
+                let mut parts: Vec<String> = Vec::new();
+                if let Some(c) = &o.command {
+                    parts.push(c.value.clone());
+                }
+                if let Some(a) = &o.args {
+                    parts.extend(a.iter().map(|a| a.value.clone()));
+                }
+                for e in &o.env {
+                    let v = e.value.as_ref().map(|v| v.value.as_str()).unwrap_or("");
+                    parts.push(format!("{}={v}", e.name.value));
+                }
+                println!(
+                    "    on {}: {}",
+                    visible(&o.platform.value),
+                    visible(&parts.join(" "))
+                );
+            }
+            if let Some(f) = &launch.env_file {
+                println!("    env file: {}", visible(&f.value));
+            }
+            if launch.trust {
+                println!("    trusted: the client skips tool-call confirmations");
+            }
+            if let Some(inc) = &launch.include_tools {
+                let names: Vec<&str> = inc.iter().map(|t| t.value.as_str()).collect();
+                println!("    only tools: {}", visible(&names.join(", ")));
+            }
+            if !launch.exclude_tools.is_empty() {
+                let names: Vec<&str> = launch
+                    .exclude_tools
+                    .iter()
+                    .map(|t| t.value.as_str())
+                    .collect();
+                println!("    hidden tools: {}", visible(&names.join(", ")));
+            }
         }
         if s.completeness == crate::manifest::Completeness::Partial {
             println!("    (static tool list: the running server may list more, with schemas)");
@@ -140,13 +194,26 @@ fn print_human(l: &Loaded) {
 fn launch_summary(l: &crate::manifest::Launch) -> String {
     use crate::manifest::Transport;
     let mut s = match &l.transport {
-        Transport::Stdio { command, args, .. } => {
+        Transport::Stdio { command, args, cwd } => {
             let mut v = vec![command.value.clone()];
             v.extend(args.iter().map(|a| a.value.clone()));
+            if let Some(cwd) = cwd {
+                v.push(format!("(in {})", cwd.value));
+            }
             v.join(" ")
         }
-        Transport::Http { url, .. } => format!("http {}", url.value),
-        Transport::Sse { url, .. } => format!("sse {}", url.value),
+        Transport::Http { url, headers } | Transport::Sse { url, headers } => {
+            let kind = if matches!(l.transport, Transport::Sse { .. }) {
+                "sse"
+            } else {
+                "http"
+            };
+            let mut s = format!("{kind} {}", url.value);
+            for (k, v) in headers {
+                s.push_str(&format!(" [{}: {}]", k.value, v.value));
+            }
+            s
+        }
     };
     if let Some(p) = &l.package {
         s.push_str(&format!(
@@ -215,7 +282,7 @@ fn server_json(l: &Loaded, s: &Server) -> Value {
         "prompts": s.prompts.iter().map(|p| p.name.clone()).collect::<Vec<_>>(),
         "resources": s.resources.iter().map(|r| r.name.clone()).collect::<Vec<_>>(),
         "resourceTemplates": s.resource_templates.iter().map(|r| r.name.clone()).collect::<Vec<_>>(),
-        "launch": s.launch.as_ref().map(|l| serde_json::to_value(l).unwrap_or(Value::Null)),
+        "launch": s.launch.as_ref().map(|l| serde_json::to_value(redact(l)).unwrap_or(Value::Null)),
     })
 }
 

@@ -300,6 +300,7 @@ impl<T> Spanned<T> {
 
 /// How a client or registry entry starts a server.
 #[derive(Debug, Clone, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct Launch {
     /// The client or format the entry comes from (`claude-desktop`, `vscode`,
     /// `server.json`, `mcpb` ...).
@@ -313,6 +314,51 @@ pub struct Launch {
     pub disabled: bool,
     /// A pinned package, when the entry names one (`npm`/`pypi` identifier and version).
     pub package: Option<PackageRef>,
+    /// True if the client is told to trust the server and skip tool-call
+    /// confirmations (Gemini CLI `trust: true`).
+    pub trust: bool,
+    /// The only tools the client exposes, when it filters (Gemini
+    /// `includeTools`, Codex `enabled_tools`); `None` means all.
+    pub include_tools: Option<Vec<Spanned<String>>>,
+    /// Tools the client hides (Gemini `excludeTools`, Codex `disabled_tools`).
+    pub exclude_tools: Vec<Spanned<String>>,
+    /// A file of environment variables the client loads (`envFile`).
+    pub env_file: Option<Spanned<String>>,
+    /// Per-platform replacements of the command, arguments or environment
+    /// (MCPB `mcp_config.platform_overrides`): what runs on another OS may
+    /// differ from what is shown for this one.
+    pub platform_overrides: Vec<PlatformOverride>,
+}
+
+/// One platform's replacement launch values (MCPB `platform_overrides`).
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct PlatformOverride {
+    /// The platform key as written (`win32`, `darwin`, `linux`).
+    pub platform: Spanned<String>,
+    /// The command on that platform, when replaced.
+    pub command: Option<Spanned<String>>,
+    /// The arguments on that platform, when replaced.
+    pub args: Option<Vec<Spanned<String>>>,
+    /// The environment on that platform, when replaced.
+    pub env: Vec<EnvVar>,
+}
+
+impl Launch {
+    /// A launch spec with only a client and a transport; everything else empty.
+    pub fn new(client: impl Into<String>, transport: Transport) -> Self {
+        Launch {
+            client: client.into(),
+            transport,
+            env: Vec::new(),
+            disabled: false,
+            package: None,
+            trust: false,
+            include_tools: None,
+            exclude_tools: Vec::new(),
+            env_file: None,
+            platform_overrides: Vec::new(),
+        }
+    }
 }
 
 /// One environment variable of a launch spec.

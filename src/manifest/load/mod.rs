@@ -374,7 +374,12 @@ pub fn detect(doc: &Document) -> Option<InputKind> {
             if has("manifest_version") || has("dxt_version") {
                 return Some(InputKind::Mcpb);
             }
-            if has("tools") {
+            // A `tools` array means a tool list; Gemini CLI settings have a
+            // `tools` object of their own next to `mcpServers`.
+            let tools_array = doc
+                .get(root, "tools")
+                .is_some_and(|t| doc.kind(t) == Kind::Array);
+            if tools_array {
                 let extra = [
                     "prompts",
                     "resources",
@@ -391,7 +396,13 @@ pub fn detect(doc: &Document) -> Option<InputKind> {
                     InputKind::ToolsList
                 });
             }
-            if has("mcpServers") || has("projects") {
+            // `projects` alone is too common a key: it must hold Claude Code's
+            // per-project `mcpServers`.
+            let claude_projects = doc
+                .get(root, "projects")
+                .and_then(|p| doc.members(p))
+                .is_some_and(|mut m| m.any(|(_, v)| doc.get(v, "mcpServers").is_some()));
+            if has("mcpServers") || claude_projects {
                 return Some(InputKind::McpServers);
             }
             if has("servers")
@@ -409,8 +420,24 @@ pub fn detect(doc: &Document) -> Option<InputKind> {
             let schema_is_server = doc
                 .get_str(root, "$schema")
                 .is_some_and(|s| s.contains("server.schema.json"));
-            if schema_is_server || ((has("packages") || has("remotes")) && has("name")) {
+            // The registry API wraps a server.json as `{"server": {…}, "_meta": {…}}`.
+            let api_wrapped = doc.get(root, "server").is_some_and(|s| {
+                doc.get(s, "packages").is_some() || doc.get(s, "remotes").is_some()
+            });
+            if schema_is_server
+                || api_wrapped
+                || ((has("packages") || has("remotes")) && has("name"))
+            {
                 return Some(InputKind::ServerJson);
+            }
+            if doc
+                .get(root, "tools")
+                .is_some_and(|t| doc.kind(t) != Kind::Object)
+            {
+                // Not an array, but meant as a tool list: let the loader say
+                // what is wrong with it. (An object is some other program's
+                // settings, such as Gemini CLI's.)
+                return Some(InputKind::ToolsList);
             }
             None
         }
