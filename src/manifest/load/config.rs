@@ -360,8 +360,8 @@ fn entry(
 // ---------------------------------------------------------------------------
 // Codex config.toml
 
-/// A TOML value with the span of every nested value and key, deserialised
-/// through `toml::Spanned` so nothing loses its position.
+/// A TOML value with the span of every nested value and key (see [`Sp`]), so
+/// nothing loses its position.
 #[derive(Debug)]
 enum TValue {
     Str(String),
