@@ -741,6 +741,31 @@ fn detection_edge_cases() {
     .expect("write");
     let l = load_file(&p, &LoadOptions::default()).expect("loads");
     assert_eq!(l.servers[0].name, "/x:s");
+    // With no telling path, the client is guessed from fields only one uses.
+    for (body, client) in [
+        (
+            r#"{"mcpServers": {"s": {"serverUrl": "https://x"}}}"#,
+            "windsurf",
+        ),
+        (
+            r#"{"mcpServers": {"s": {"httpUrl": "https://x"}}}"#,
+            "gemini",
+        ),
+        (
+            r#"{"mcpServers": {"s": {"command": "c", "trust": false}}}"#,
+            "gemini",
+        ),
+        (r#"{"mcpServers": {"s": {"command": "c"}}}"#, "generic"),
+    ] {
+        let p = dir.path().join("servers.json");
+        std::fs::write(&p, body).expect("write");
+        let l = load_file(&p, &LoadOptions::default()).expect("loads");
+        assert_eq!(
+            l.servers[0].launch.as_ref().map(|l| l.client.as_str()),
+            Some(client),
+            "{body}"
+        );
+    }
     // A `tools` string is a broken tool list, reported as such.
     let p = dir.path().join("tools.json");
     std::fs::write(&p, br#"{"tools": "none"}"#).expect("write");

@@ -172,6 +172,14 @@ fn client_of(ctx: &Ctx<'_>) -> &'static str {
 pub fn load_mcp_servers(ctx: &Ctx<'_>) -> Result<Vec<Server>, LoadError> {
     let doc = ctx.doc;
     let root = ctx.expect(doc.root(), Kind::Object, "a client config")?;
+    if doc.get(root, "mcpServers").is_none() && doc.get(root, "projects").is_none() {
+        // Only reachable with --input-format mcp-servers on another file.
+        return Err(ctx.shape(
+            root,
+            "no `mcpServers` object",
+            "expected `mcpServers` in this object",
+        ));
+    }
     let client = client_of(ctx);
     let mut out = Vec::new();
     if let Some(servers) = ctx.opt(root, "mcpServers", Kind::Object)? {
@@ -360,8 +368,8 @@ fn entry(
 // ---------------------------------------------------------------------------
 // Codex config.toml
 
-/// A TOML value with the span of every nested value and key, deserialised
-/// through `toml::Spanned` so nothing loses its position.
+/// A TOML value with the span of every nested value and key (see [`Sp`]), so
+/// nothing loses its position.
 #[derive(Debug)]
 enum TValue {
     Str(String),
