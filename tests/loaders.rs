@@ -269,6 +269,8 @@ fn codex_toml_keeps_spans() {
     assert_eq!(c7.client, "codex");
     let (cmd, args) = stdio(c7);
     assert_eq!(text_at(&path, cmd), "\"npx\"");
+    // The TOML text travels with the result, for diagnostics.
+    assert_eq!(&l.text()[cmd.span.expect("span").range()], "\"npx\"");
     assert_eq!(args, ["-y", "@upstash/context7-mcp"]);
     let Transport::Stdio { args, .. } = &c7.transport else {
         unreachable!()

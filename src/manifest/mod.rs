@@ -79,8 +79,12 @@ pub struct Loaded {
     /// The path as given (or `bundle.mcpb!manifest.json` for a file inside a bundle).
     pub path: PathBuf,
     /// The parsed JSON. Codex's TOML configs have an empty document and keep
-    /// their spans in the launch specs.
+    /// their spans in the launch specs (spans into [`Loaded::source`]).
     pub doc: Arc<Document>,
+    /// The input text when it is not the JSON document's own (a Codex TOML
+    /// config), so diagnostics can show the text a span points into. `None`
+    /// when the spans point into `doc`'s text. Use [`Loaded::text`].
+    pub source: Option<Arc<str>>,
     /// What kind of input this was.
     pub kind: InputKind,
     /// The servers found in it.
@@ -91,6 +95,12 @@ impl Loaded {
     /// The path for display.
     pub fn display_path(&self) -> String {
         self.path.display().to_string()
+    }
+
+    /// The text every span of this input points into: [`Loaded::source`] if
+    /// set, else the JSON document's text.
+    pub fn text(&self) -> &str {
+        self.source.as_deref().unwrap_or_else(|| self.doc.text())
     }
 }
 

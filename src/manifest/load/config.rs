@@ -12,7 +12,7 @@ use std::collections::HashSet;
 use std::path::Path;
 use std::sync::Arc;
 
-use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
+use toml_edit::{ImDocument, Item, Table, TableLike, Value};
 
 use super::{Ctx, LoadError, LoadOptions};
 use crate::manifest::json::{Document, Kind, NodeId, ParseOptions, Span};
@@ -368,220 +368,81 @@ fn entry(
 // ---------------------------------------------------------------------------
 // Codex config.toml
 
-/// A TOML value with the span of every nested value and key (see [`Sp`]), so
-/// nothing loses its position.
-#[derive(Debug)]
-enum TValue {
-    Str(String),
-    /// Integers, floats, booleans and datetimes, as text.
-    Other(String, &'static str),
-    Array(Vec<Sp<TValue>>),
-    Table(Vec<(Sp<String>, Sp<TValue>)>),
+/// A TOML item, a value inside an array or inline table (those hold values,
+/// not items), or a table of an array of tables: whatever the shape checks
+/// look at, with its kind and span.
+#[derive(Clone, Copy)]
+enum TNode<'a> {
+    Item(&'a Item),
+    Value(&'a Value),
+    Table(&'a Table),
 }
 
-impl TValue {
-    fn kind(&self) -> &'static str {
+impl<'a> TNode<'a> {
+    /// The scalar, array or inline table, if this is one.
+    fn value(self) -> Option<&'a Value> {
         match self {
-            TValue::Str(_) => "a string",
-            TValue::Other(_, k) => k,
-            TValue::Array(_) => "an array",
-            TValue::Table(_) => "a table",
+            TNode::Item(i) => i.as_value(),
+            TNode::Value(v) => Some(v),
+            TNode::Table(_) => None,
+        }
+    }
+
+    /// The byte span in the text. `None` only for tables with no text of
+    /// their own: the implicit parent of a `[mcp_servers.x.env]` header, or a
+    /// table made by dotted keys.
+    fn span(self) -> Option<Span> {
+        let r = match self {
+            TNode::Item(i) => i.span(),
+            TNode::Value(v) => v.span(),
+            TNode::Table(t) => t.span(),
+        };
+        r.map(|r| Span::new(r.start, r.end))
+    }
+
+    /// What this is, for messages ("found an integer").
+    fn kind(self) -> &'static str {
+        match self {
+            TNode::Item(Item::Value(v)) | TNode::Value(v) => match v {
+                Value::String(_) => "a string",
+                Value::Integer(_) => "an integer",
+                Value::Float(_) => "a float",
+                Value::Boolean(_) => "a boolean",
+                Value::Datetime(_) => "a datetime",
+                Value::Array(_) => "an array",
+                Value::InlineTable(_) => "a table",
+            },
+            TNode::Item(Item::Table(_)) | TNode::Table(_) => "a table",
+            TNode::Item(Item::ArrayOfTables(_)) => "an array",
+            // A parsed document holds no empty items.
+            TNode::Item(Item::None) => "nothing",
+        }
+    }
+
+    /// The table (`[header]`, dotted or inline), if this is one.
+    fn table(self) -> Option<&'a dyn TableLike> {
+        match self {
+            TNode::Item(i) => i.as_table_like(),
+            TNode::Value(v) => v.as_inline_table().map(|t| t as &dyn TableLike),
+            TNode::Table(t) => Some(t as &dyn TableLike),
         }
     }
 }
 
-/// Reads the rest of a TOML table (after `first`, if already read).
-fn table_rest<'de, A: MapAccess<'de>>(
-    first: Option<Sp<String>>,
-    mut map: A,
-) -> Result<TValue, A::Error> {
-    let mut out = Vec::new();
-    if let Some(k) = first {
-        let v = map.next_value::<Sp<TValue>>()?;
-        out.push((k, v));
-    }
-    while let Some(k) = map.next_key::<Sp<String>>()? {
-        let v = map.next_value::<Sp<TValue>>()?;
-        out.push((k, v));
-    }
-    // toml hands datetimes over as a one-field map with a private key.
-    if let [(k, v)] = out.as_slice() {
-        if k.v == DATETIME_FIELD {
-            if let TValue::Str(s) = &v.v {
-                return Ok(TValue::Other(s.clone(), "a datetime"));
-            }
-        }
-    }
-    Ok(TValue::Table(out))
-}
-
-impl<'de> Deserialize<'de> for TValue {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = TValue;
-            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str("a TOML value")
-            }
-            fn visit_bool<E: de::Error>(self, v: bool) -> Result<TValue, E> {
-                Ok(TValue::Other(v.to_string(), "a boolean"))
-            }
-            fn visit_i64<E: de::Error>(self, v: i64) -> Result<TValue, E> {
-                Ok(TValue::Other(v.to_string(), "an integer"))
-            }
-            fn visit_u64<E: de::Error>(self, v: u64) -> Result<TValue, E> {
-                Ok(TValue::Other(v.to_string(), "an integer"))
-            }
-            fn visit_f64<E: de::Error>(self, v: f64) -> Result<TValue, E> {
-                Ok(TValue::Other(v.to_string(), "a float"))
-            }
-            fn visit_str<E: de::Error>(self, v: &str) -> Result<TValue, E> {
-                Ok(TValue::Str(v.to_string()))
-            }
-            fn visit_string<E: de::Error>(self, v: String) -> Result<TValue, E> {
-                Ok(TValue::Str(v))
-            }
-            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<TValue, A::Error> {
-                let mut out = Vec::new();
-                while let Some(v) = seq.next_element::<Sp<TValue>>()? {
-                    out.push(v);
-                }
-                Ok(TValue::Array(out))
-            }
-            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<TValue, A::Error> {
-                table_rest(None, map)
-            }
-        }
-        d.deserialize_any(V)
-    }
-}
-
-// `toml::Spanned` cannot be used for keys and values here: inside a datetime
-// toml hands out plain strings, which `toml::Spanned` rejects, so one datetime
-// anywhere in the file would fail the whole load. `Sp` asks for a span the
-// same way (the struct name and fields below are serde_spanned 0.6's protocol,
-// which toml 0.8 recognises) and accepts a plain string without one.
-// `toml_tests::toml_spans_and_datetimes` fails if the protocol ever changes.
-const SPANNED_NAME: &str = "$__serde_spanned_private_Spanned";
-const SPANNED_START: &str = "$__serde_spanned_private_start";
-const SPANNED_END: &str = "$__serde_spanned_private_end";
-const SPANNED_VALUE: &str = "$__serde_spanned_private_value";
-const SPANNED_FIELDS: &[&str] = &[SPANNED_START, SPANNED_END, SPANNED_VALUE];
-const DATETIME_FIELD: &str = "$__toml_private_datetime";
-
-/// A TOML key or value with its byte range (unknown only inside datetimes).
-#[derive(Debug)]
-struct Sp<T> {
-    v: T,
-    span: Option<std::ops::Range<usize>>,
-}
-
-impl<T> Sp<T> {
-    fn get_ref(&self) -> &T {
-        &self.v
-    }
-    fn span(&self) -> std::ops::Range<usize> {
-        self.span.clone().unwrap_or(0..0)
-    }
-}
-
-/// Types that can stand for a plain string handed out without a span.
-trait FromPlain: Sized {
-    fn from_plain(s: String) -> Self;
-    /// `Some` if a table can stand for `Self`.
-    fn from_table(t: TValue) -> Option<Self>;
-}
-
-impl FromPlain for String {
-    fn from_plain(s: String) -> Self {
-        s
-    }
-    fn from_table(_: TValue) -> Option<Self> {
-        None
-    }
-}
-
-impl FromPlain for TValue {
-    fn from_plain(s: String) -> Self {
-        TValue::Str(s)
-    }
-    fn from_table(t: TValue) -> Option<Self> {
-        Some(t)
-    }
-}
-
-impl<'de, T: Deserialize<'de> + FromPlain> Deserialize<'de> for Sp<T> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V<T>(std::marker::PhantomData<T>);
-        impl<'de, T: Deserialize<'de> + FromPlain> Visitor<'de> for V<T> {
-            type Value = Sp<T>;
-            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str("a spanned TOML value")
-            }
-            fn visit_str<E: de::Error>(self, v: &str) -> Result<Sp<T>, E> {
-                Ok(Sp {
-                    v: T::from_plain(v.to_string()),
-                    span: None,
-                })
-            }
-            fn visit_string<E: de::Error>(self, v: String) -> Result<Sp<T>, E> {
-                Ok(Sp {
-                    v: T::from_plain(v),
-                    span: None,
-                })
-            }
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Sp<T>, A::Error> {
-                let (mut start, mut end, mut value) = (None, None, None);
-                let mut first = true;
-                while let Some(k) = map.next_key::<Sp<String>>()? {
-                    if first && !SPANNED_FIELDS.contains(&k.v.as_str()) {
-                        // A table toml gives no span (an implicit parent of
-                        // `[a.b]` headers): its keys come directly.
-                        let table = table_rest(Some(k), map)?;
-                        return T::from_table(table)
-                            .map(|v| Sp { v, span: None })
-                            .ok_or_else(|| de::Error::custom("expected a string, found a table"));
-                    }
-                    first = false;
-                    match k.v.as_str() {
-                        SPANNED_START => start = Some(map.next_value::<usize>()?),
-                        SPANNED_END => end = Some(map.next_value::<usize>()?),
-                        SPANNED_VALUE => value = Some(map.next_value::<T>()?),
-                        other => return Err(de::Error::unknown_field(other, SPANNED_FIELDS)),
-                    }
-                }
-                let v = value.ok_or_else(|| de::Error::missing_field(SPANNED_VALUE))?;
-                let span = match (start, end) {
-                    (Some(s), Some(e)) => Some(s..e),
-                    _ => None,
-                };
-                Ok(Sp { v, span })
-            }
-        }
-        d.deserialize_struct(SPANNED_NAME, SPANNED_FIELDS, V(std::marker::PhantomData))
-    }
-}
-
-/// Shape checks over the TOML tree, with errors pointing into the text.
+/// Shape checks over the parsed TOML, with errors pointing into the text.
 struct TomlCtx<'a> {
     path: &'a Path,
     text: &'a str,
 }
 
-type TSpanned = Sp<TValue>;
-
 impl TomlCtx<'_> {
-    fn err(
-        &self,
-        span: std::ops::Range<usize>,
-        pointer: &str,
-        message: String,
-        label: &str,
-    ) -> LoadError {
+    /// A shape error at `span` (the start of the file when the thing has no
+    /// text of its own).
+    fn err(&self, span: Option<Span>, pointer: &str, message: String, label: &str) -> LoadError {
         LoadError::shape(
             self.path,
             self.text,
-            Span::new(span.start, span.end),
+            span.unwrap_or(Span::new(0, 0)),
             pointer.to_string(),
             message,
             label,
@@ -589,107 +450,95 @@ impl TomlCtx<'_> {
         )
     }
 
-    fn get<'t>(&self, table: &'t [(Sp<String>, TSpanned)], key: &str) -> Option<&'t TSpanned> {
+    /// The error for `node` not being `expected`.
+    fn wrong(&self, node: TNode<'_>, pointer: &str, expected: &str, label: &str) -> LoadError {
+        self.err(
+            node.span(),
+            pointer,
+            format!(
+                "`{}` must be {expected}, found {}",
+                last(pointer),
+                node.kind()
+            ),
+            label,
+        )
+    }
+
+    fn string(&self, node: TNode<'_>, pointer: &str) -> Result<Spanned<String>, LoadError> {
+        match node.value() {
+            Some(Value::String(s)) => Ok(Spanned::new(s.value().clone(), node.span())),
+            _ => Err(self.wrong(node, pointer, "a string", "expected a string")),
+        }
+    }
+
+    fn table<'t>(&self, node: TNode<'t>, pointer: &str) -> Result<&'t dyn TableLike, LoadError> {
+        node.table()
+            .ok_or_else(|| self.wrong(node, pointer, "a table", "expected a table"))
+    }
+
+    /// The entries of a table in source order, each key with its span.
+    fn entries<'t>(&self, table: &'t dyn TableLike) -> Vec<(Spanned<String>, TNode<'t>)> {
         table
             .iter()
-            .rev()
-            .find(|(k, _)| k.get_ref() == key)
-            .map(|(_, v)| v)
+            .filter_map(|(k, _)| table.get_key_value(k))
+            .map(|(k, v)| {
+                let span = k.span().map(|r| Span::new(r.start, r.end));
+                (Spanned::new(k.get().to_string(), span), TNode::Item(v))
+            })
+            .collect()
     }
 
-    fn string(&self, v: &TSpanned, pointer: &str) -> Result<Spanned<String>, LoadError> {
-        match v.get_ref() {
-            TValue::Str(s) => Ok(Spanned::new(s.clone(), span_of(v))),
-            other => Err(self.err(
-                v.span(),
-                pointer,
-                format!(
-                    "`{}` must be a string, found {}",
-                    last(pointer),
-                    other.kind()
-                ),
-                "expected a string",
-            )),
-        }
+    fn strings(&self, node: TNode<'_>, pointer: &str) -> Result<Vec<Spanned<String>>, LoadError> {
+        let items: Vec<TNode<'_>> = match node {
+            TNode::Item(Item::ArrayOfTables(a)) => a.iter().map(TNode::Table).collect(),
+            _ => match node.value() {
+                Some(Value::Array(a)) => a.iter().map(TNode::Value).collect(),
+                _ => {
+                    return Err(self.wrong(
+                        node,
+                        pointer,
+                        "an array of strings",
+                        "expected an array",
+                    ))
+                }
+            },
+        };
+        items
+            .into_iter()
+            .enumerate()
+            .map(|(i, it)| self.string(it, &format!("{pointer}/{i}")))
+            .collect()
     }
 
-    fn table<'t>(
-        &self,
-        v: &'t TSpanned,
-        pointer: &str,
-    ) -> Result<&'t [(Sp<String>, TSpanned)], LoadError> {
-        match v.get_ref() {
-            TValue::Table(t) => Ok(t),
-            other => Err(self.err(
-                v.span(),
-                pointer,
-                format!(
-                    "`{}` must be a table, found {}",
-                    last(pointer),
-                    other.kind()
-                ),
-                "expected a table",
-            )),
-        }
-    }
-
-    fn strings(&self, v: &TSpanned, pointer: &str) -> Result<Vec<Spanned<String>>, LoadError> {
-        match v.get_ref() {
-            TValue::Array(items) => items
-                .iter()
-                .enumerate()
-                .map(|(i, it)| self.string(it, &format!("{pointer}/{i}")))
-                .collect(),
-            other => Err(self.err(
-                v.span(),
-                pointer,
-                format!(
-                    "`{}` must be an array of strings, found {}",
-                    last(pointer),
-                    other.kind()
-                ),
-                "expected an array",
-            )),
-        }
-    }
-
-    fn boolean(&self, v: &TSpanned, pointer: &str) -> Result<bool, LoadError> {
-        match v.get_ref() {
-            TValue::Other(s, "a boolean") => Ok(s == "true"),
-            other => Err(self.err(
-                v.span(),
-                pointer,
-                format!(
-                    "`{}` must be a boolean, found {}",
-                    last(pointer),
-                    other.kind()
-                ),
-                "expected true or false",
-            )),
+    fn boolean(&self, node: TNode<'_>, pointer: &str) -> Result<bool, LoadError> {
+        match node.value() {
+            Some(Value::Boolean(b)) => Ok(*b.value()),
+            _ => Err(self.wrong(node, pointer, "a boolean", "expected true or false")),
         }
     }
 
     /// A table of string → string (`env`, `http_headers`, `env_http_headers`).
-    fn string_table(&self, v: &TSpanned, pointer: &str) -> Result<Pairs, LoadError> {
-        let t = self.table(v, pointer)?;
+    fn string_table(&self, node: TNode<'_>, pointer: &str) -> Result<Pairs, LoadError> {
+        let t = self.table(node, pointer)?;
         let mut out = Vec::with_capacity(t.len());
-        for (k, val) in t {
-            let p = format!("{pointer}/{}", escape_pointer(k.get_ref()));
-            let value = match val.get_ref() {
-                // Codex stringifies nothing, but a number here is clearly meant as text.
-                TValue::Other(s, kind) if *kind != "a datetime" => {
-                    Spanned::new(s.clone(), span_of(val))
-                }
-                _ => self.string(val, &p)?,
+        for (k, val) in self.entries(t) {
+            let p = format!("{pointer}/{}", escape_pointer(&k.value));
+            // Codex stringifies nothing, but a number or boolean here is
+            // clearly meant as text. Datetimes are not.
+            let text = match val.value() {
+                Some(Value::Integer(i)) => Some(i.value().to_string()),
+                Some(Value::Float(f)) => Some(f.value().to_string()),
+                Some(Value::Boolean(b)) => Some(b.value().to_string()),
+                _ => None,
             };
-            out.push((Spanned::new(k.get_ref().clone(), span_of(k)), value));
+            let value = match text {
+                Some(s) => Spanned::new(s, val.span()),
+                None => self.string(val, &p)?,
+            };
+            out.push((k, value));
         }
         Ok(out)
     }
-}
-
-fn span_of<T>(s: &Sp<T>) -> Option<Span> {
-    s.span.as_ref().map(|r| Span::new(r.start, r.end))
 }
 
 /// The last step of a pointer (a field or key name), made safe to print.
@@ -704,8 +553,10 @@ fn escape_pointer(s: &str) -> String {
 
 /// Loads a Codex `config.toml`: one server per `[mcp_servers.NAME]` table.
 ///
-/// The [`Loaded::doc`] is an empty JSON object (TOML is not JSON); the spans in
-/// the launch specs point into the TOML text.
+/// The TOML is parsed with `toml_edit`, which keeps the byte span of every
+/// key and value. The text is kept in [`Loaded::source`] and the spans in the
+/// launch specs point into it; [`Loaded::doc`] is an empty JSON object (TOML
+/// is not JSON).
 ///
 /// The size limit was applied by the caller ([`super::load_bytes`]); TOML has
 /// no option of its own here (the parser bounds nesting itself).
@@ -723,8 +574,8 @@ pub fn load_codex(path: &Path, bytes: Vec<u8>, _opts: &LoadOptions) -> Result<Lo
             ));
         }
     };
-    let root: TValue = match toml::from_str::<TValue>(&text) {
-        Ok(v) => v,
+    let parsed = match ImDocument::parse(text.as_str()) {
+        Ok(d) => d,
         Err(e) => {
             let span = e
                 .span()
@@ -747,19 +598,20 @@ pub fn load_codex(path: &Path, bytes: Vec<u8>, _opts: &LoadOptions) -> Result<Lo
     };
     let tc = TomlCtx { path, text: &text };
     let mut servers = Vec::new();
-    if let TValue::Table(top) = &root {
-        if let Some(ms) = tc.get(top, "mcp_servers") {
-            for (name, entry) in tc.table(ms, "/mcp_servers")? {
-                let p = format!("/mcp_servers/{}", escape_pointer(name.get_ref()));
-                servers.push(codex_entry(&tc, name, entry, &p)?);
-            }
+    if let Some(ms) = parsed.as_table().get("mcp_servers") {
+        let ms = tc.table(TNode::Item(ms), "/mcp_servers")?;
+        for (name, entry) in tc.entries(ms) {
+            let p = format!("/mcp_servers/{}", escape_pointer(&name.value));
+            servers.push(codex_entry(&tc, &name, entry, &p)?);
         }
     }
+    drop(parsed);
     let doc = Document::parse(b"{}".to_vec(), &ParseOptions::default())
         .map_err(|e| LoadError::syntax(path, b"{}", &e))?;
     Ok(Loaded {
         path: path.to_path_buf(),
         doc: Arc::new(doc),
+        source: Some(Arc::from(text)),
         kind: InputKind::Codex,
         servers,
     })
@@ -767,12 +619,12 @@ pub fn load_codex(path: &Path, bytes: Vec<u8>, _opts: &LoadOptions) -> Result<Lo
 
 fn codex_entry(
     tc: &TomlCtx<'_>,
-    name: &Sp<String>,
-    entry: &TSpanned,
+    name: &Spanned<String>,
+    entry: TNode<'_>,
     p: &str,
 ) -> Result<Server, LoadError> {
     let t = tc.table(entry, p)?;
-    let field = |k: &str| tc.get(t, k);
+    let field = |k: &str| t.get(k).map(TNode::Item);
     let sub = |k: &str| format!("{p}/{k}");
     let mut env = Vec::new();
     let mut headers = Vec::new();
@@ -819,11 +671,11 @@ fn codex_entry(
         Transport::Http { url, headers }
     } else {
         return Err(tc.err(
-            name.span(),
+            name.span,
             p,
             format!(
                 "server `{}` has neither `command` nor `url`",
-                crate::display::visible_short(name.get_ref(), 60)
+                crate::display::visible_short(&name.value, 60)
             ),
             "this server",
         ));
@@ -858,7 +710,7 @@ fn codex_entry(
     if let Some(e) = field("disabled_tools") {
         launch.exclude_tools = tc.strings(e, &sub("disabled_tools"))?;
     }
-    let mut server = Server::new(name.get_ref().clone(), Completeness::LaunchOnly);
+    let mut server = Server::new(name.value.clone(), Completeness::LaunchOnly);
     server.launch = Some(launch);
     Ok(server)
 }
@@ -1198,5 +1050,98 @@ mod toml_tests {
         assert_eq!(args.len(), 2);
         let name_span = launch.env[0].name.span.expect("span");
         assert_eq!(&text[name_span.range()], "A");
+    }
+
+    fn load(text: &str) -> Result<Loaded, LoadError> {
+        load_codex(
+            Path::new("c.toml"),
+            text.as_bytes().to_vec(),
+            &LoadOptions::default(),
+        )
+    }
+
+    #[test]
+    fn loaded_text_is_the_toml() {
+        let text = "[mcp_servers.fs]\ncommand = 'npx'\n";
+        let l = load(text).expect("loads");
+        assert_eq!(l.text(), text);
+        assert_eq!(l.doc.text(), "{}", "the JSON document stays empty");
+        let Transport::Stdio { command, .. } =
+            &l.servers[0].launch.as_ref().expect("launch").transport
+        else {
+            panic!("stdio")
+        };
+        assert_eq!(&l.text()[command.span.expect("span").range()], "'npx'");
+    }
+
+    #[test]
+    fn implicit_parent_tables() {
+        // `x` exists only through its `env` sub-table header, before its own.
+        let text = "[mcp_servers.x.env]\nA = \"b\"\n[mcp_servers.x]\ncommand = \"c\"\n";
+        let l = load(text).expect("loads");
+        let launch = l.servers[0].launch.as_ref().expect("launch");
+        assert_eq!(launch.env[0].name.value, "A");
+        let sp = launch.env[0]
+            .value
+            .as_ref()
+            .and_then(|v| v.span)
+            .expect("span");
+        assert_eq!(&text[sp.range()], "\"b\"");
+        // Without its own header the server has no command, and the error
+        // points at its name in the sub-table header.
+        let e = load("[mcp_servers.x.env]\nA = \"b\"\n").expect_err("no command");
+        assert!(e.to_string().contains("c.toml:1:14"), "{e}");
+        assert!(e.to_string().contains("neither `command` nor `url`"), "{e}");
+    }
+
+    #[test]
+    fn scalars_in_tables_become_text() {
+        let text =
+            "[mcp_servers.a]\ncommand = \"c\"\nenv = { C = 3, D = 0x10, E = 1.5, F = true }\n";
+        let l = load(text).expect("loads");
+        let env = &l.servers[0].launch.as_ref().expect("launch").env;
+        let vals: Vec<(&str, &str)> = env
+            .iter()
+            .map(|e| {
+                (
+                    e.name.value.as_str(),
+                    e.value.as_ref().map_or("", |v| &v.value),
+                )
+            })
+            .collect();
+        assert_eq!(vals, [("C", "3"), ("D", "16"), ("E", "1.5"), ("F", "true")]);
+        let sp = env[1].value.as_ref().and_then(|v| v.span).expect("span");
+        assert_eq!(&text[sp.range()], "0x10");
+    }
+
+    #[test]
+    fn shape_and_syntax_errors_point_into_the_text() {
+        for (text, at, phrase) in [
+            // An array of tables is not an array of strings.
+            (
+                "[mcp_servers.a]\ncommand = \"c\"\n[[mcp_servers.a.args]]\nx = 1\n",
+                "c.toml:3:1",
+                "`0` must be a string, found a table",
+            ),
+            (
+                "[mcp_servers.a]\ncommand = \"c\"\nenv = { A = 1979-05-27 }\n",
+                "c.toml:3:13",
+                "`A` must be a string, found a datetime",
+            ),
+            (
+                "mcp_servers = 3\n",
+                "c.toml:1:15",
+                "must be a table, found an integer",
+            ),
+            (
+                "a = 1\na = 2\n",
+                "c.toml:2:1",
+                "invalid TOML: duplicate key `a`",
+            ),
+        ] {
+            let e = load(text).expect_err(text);
+            let s = e.to_string();
+            assert!(s.contains(at) && s.contains(phrase), "{text:?}: {s}");
+        }
     }
 }

@@ -451,6 +451,7 @@ pub fn load_bundle(path: &Path, bytes: &[u8], opts: &LoadOptions) -> Result<Load
     Ok(Loaded {
         path: inner,
         doc: Arc::new(doc),
+        source: None,
         kind: InputKind::McpbBundle,
         servers,
     })

@@ -326,6 +326,7 @@ pub fn load_document(path: &Path, doc: Document, opts: &LoadOptions) -> Result<L
     Ok(Loaded {
         path: path.to_path_buf(),
         doc: Arc::new(doc),
+        source: None,
         kind,
         servers,
     })
