@@ -39,13 +39,85 @@ impl Rng {
 }
 
 const WORDS: &[&str] = &[
-    "the", "file", "path", "repository", "returns", "list", "of", "issues", "for", "a", "given", "user", "query",
-    "search", "results", "page", "optional", "maximum", "number", "items", "to", "return", "create", "update",
-    "delete", "record", "database", "table", "column", "value", "filter", "by", "status", "open", "closed",
-    "identifier", "unique", "project", "workspace", "channel", "message", "send", "read", "write", "directory",
-    "content", "encoding", "utf-8", "format", "json", "markdown", "when", "omitted", "defaults", "is", "and",
-    "or", "with", "from", "in", "calendar", "event", "start", "end", "time", "zone", "ISO", "8601", "URL",
-    "request", "response", "headers", "timeout", "seconds", "retry", "token", "scope", "permission", "access",
+    "the",
+    "file",
+    "path",
+    "repository",
+    "returns",
+    "list",
+    "of",
+    "issues",
+    "for",
+    "a",
+    "given",
+    "user",
+    "query",
+    "search",
+    "results",
+    "page",
+    "optional",
+    "maximum",
+    "number",
+    "items",
+    "to",
+    "return",
+    "create",
+    "update",
+    "delete",
+    "record",
+    "database",
+    "table",
+    "column",
+    "value",
+    "filter",
+    "by",
+    "status",
+    "open",
+    "closed",
+    "identifier",
+    "unique",
+    "project",
+    "workspace",
+    "channel",
+    "message",
+    "send",
+    "read",
+    "write",
+    "directory",
+    "content",
+    "encoding",
+    "utf-8",
+    "format",
+    "json",
+    "markdown",
+    "when",
+    "omitted",
+    "defaults",
+    "is",
+    "and",
+    "or",
+    "with",
+    "from",
+    "in",
+    "calendar",
+    "event",
+    "start",
+    "end",
+    "time",
+    "zone",
+    "ISO",
+    "8601",
+    "URL",
+    "request",
+    "response",
+    "headers",
+    "timeout",
+    "seconds",
+    "retry",
+    "token",
+    "scope",
+    "permission",
+    "access",
 ];
 
 const TYPES: &[&str] = &["string", "integer", "number", "boolean", "array", "object"];
@@ -78,7 +150,9 @@ pub fn generate(n: usize) -> String {
         }
         let verb = WORDS[rng.below(WORDS.len())];
         let noun = WORDS[rng.below(WORDS.len())];
-        s.push_str(&format!("    {{\n      \"name\": \"{verb}_{noun}_{i}\",\n      \"description\": \""));
+        s.push_str(&format!(
+            "    {{\n      \"name\": \"{verb}_{noun}_{i}\",\n      \"description\": \""
+        ));
         text(&mut rng, 100, 400, &mut s);
         s.push_str("\",\n      \"inputSchema\": {\n        \"type\": \"object\",\n        \"properties\": {\n");
         let params = rng.range(1, 6);
@@ -89,12 +163,17 @@ pub fn generate(n: usize) -> String {
             }
             let pname = format!("{}_{p}", WORDS[rng.below(WORDS.len())]);
             let ty = TYPES[rng.below(TYPES.len())];
-            s.push_str(&format!("          \"{pname}\": {{\"type\": \"{ty}\", \"description\": \""));
+            s.push_str(&format!(
+                "          \"{pname}\": {{\"type\": \"{ty}\", \"description\": \""
+            ));
             text(&mut rng, 20, 120, &mut s);
             s.push('"');
             match (ty, rng.below(4)) {
                 ("string", 0) => s.push_str(", \"enum\": [\"asc\", \"desc\", \"relevance\"]"),
-                ("integer", _) => s.push_str(&format!(", \"minimum\": 1, \"maximum\": {}, \"default\": 20", rng.range(50, 1000))),
+                ("integer", _) => s.push_str(&format!(
+                    ", \"minimum\": 1, \"maximum\": {}, \"default\": 20",
+                    rng.range(50, 1000)
+                )),
                 ("number", _) => s.push_str(", \"default\": 0.5"),
                 ("array", _) => s.push_str(", \"items\": {\"type\": \"string\"}"),
                 ("boolean", _) => s.push_str(", \"default\": false"),
@@ -112,7 +191,9 @@ pub fn generate(n: usize) -> String {
         }
         s.push_str("\n      }");
         if rng.below(3) == 0 {
-            s.push_str(",\n      \"annotations\": {\"readOnlyHint\": true, \"openWorldHint\": false}");
+            s.push_str(
+                ",\n      \"annotations\": {\"readOnlyHint\": true, \"openWorldHint\": false}",
+            );
         }
         s.push_str("\n    }");
     }
@@ -139,7 +220,11 @@ fn load_and_fingerprint(inputs: &[(PathBuf, Vec<u8>)], opts: &LoadOptions) -> us
 /// thread's own CPU time is what "MB/s on one core" means.
 fn thread_cpu() -> Duration {
     let text = std::fs::read_to_string("/proc/thread-self/schedstat").unwrap_or_default();
-    let ns = text.split_whitespace().next().and_then(|v| v.parse().ok()).unwrap_or(0);
+    let ns = text
+        .split_whitespace()
+        .next()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
     Duration::from_nanos(ns)
 }
 
@@ -224,7 +309,12 @@ fn main() {
 
     let shared = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/datasets/benign");
     let mut benign: Vec<(PathBuf, Vec<u8>)> = std::fs::read_dir(&shared)
-        .unwrap_or_else(|e| panic!("{}: {e} (the shared datasets must sit next to the crate)", shared.display()))
+        .unwrap_or_else(|e| {
+            panic!(
+                "{}: {e} (the shared datasets must sit next to the crate)",
+                shared.display()
+            )
+        })
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.extension().is_some_and(|x| x == "json"))
         .map(|p| {
@@ -234,14 +324,23 @@ fn main() {
         .collect();
     benign.sort();
     let n = if quick { 1_000 } else { 100_000 };
-    let generated = vec![(PathBuf::from(format!("generated-{n}.json")), generate(n).into_bytes())];
+    let generated = vec![(
+        PathBuf::from(format!("generated-{n}.json")),
+        generate(n).into_bytes(),
+    )];
 
     // `-- benign` or `-- generated` runs one of the two.
-    let only = |what: &str| !args.iter().any(|a| a == "benign" || a == "generated") || args.iter().any(|a| a == what);
+    let only = |what: &str| {
+        !args.iter().any(|a| a == "benign" || a == "generated") || args.iter().any(|a| a == what)
+    };
     if only("benign") {
         bench("benign manifests", &benign, if quick { 1 } else { 15 });
     }
     if only("generated") {
-        bench(&format!("generated {n}-tool manifest"), &generated, if quick { 1 } else { 7 });
+        bench(
+            &format!("generated {n}-tool manifest"),
+            &generated,
+            if quick { 1 } else { 7 },
+        );
     }
 }

@@ -27,7 +27,8 @@ use proptest::prelude::*;
 fn shared_dir() -> PathBuf {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared");
     assert!(
-        dir.join("oracles/seed_fingerprint.mjs").is_file() && dir.join("oracles/seed_fingerprint.py").is_file(),
+        dir.join("oracles/seed_fingerprint.mjs").is_file()
+            && dir.join("oracles/seed_fingerprint.py").is_file(),
         "the fingerprint oracles are missing: expected {}/oracles/seed_fingerprint.{{mjs,py}} \
          (the shared materials must sit next to the crate; CI provides them)",
         dir.display()
@@ -38,9 +39,12 @@ fn shared_dir() -> PathBuf {
 /// Runs a program and returns its stdout lines; panics with a clear message
 /// if it cannot be started or fails.
 fn run(program: &str, args: &[&std::ffi::OsStr], what: &str) -> Vec<String> {
-    let out = Command::new(program).args(args).output().unwrap_or_else(|e| {
-        panic!("cannot run `{program}` for {what}: {e} (install it: CI has node and python3)")
-    });
+    let out = Command::new(program)
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| {
+            panic!("cannot run `{program}` for {what}: {e} (install it: CI has node and python3)")
+        });
     assert!(
         out.status.success(),
         "{what} failed ({}):\n{}",
@@ -79,8 +83,18 @@ for f in files:
 fn oracle(scheme: &str, files: &[PathBuf]) -> Vec<String> {
     let shared = shared_dir();
     let (program, prelude, script, what) = match scheme {
-        "ts" => ("node", vec!["--input-type=module", "-e", NODE_BATCH], "seed_fingerprint.mjs", "the TypeScript oracle"),
-        "python" => ("python3", vec!["-c", PYTHON_BATCH], "seed_fingerprint.py", "the Python oracle"),
+        "ts" => (
+            "node",
+            vec!["--input-type=module", "-e", NODE_BATCH],
+            "seed_fingerprint.mjs",
+            "the TypeScript oracle",
+        ),
+        "python" => (
+            "python3",
+            vec!["-c", PYTHON_BATCH],
+            "seed_fingerprint.py",
+            "the Python oracle",
+        ),
         _ => unreachable!("scheme"),
     };
     let script = shared.join("oracles").join(script);
@@ -342,13 +356,18 @@ fn value_strategy() -> impl Strategy<Value = J> {
 /// A JSON-schema property: type, description, sometimes enum/default/nested.
 fn param_strategy() -> impl Strategy<Value = J> {
     (
-        prop::sample::select(vec!["string", "number", "integer", "boolean", "object", "array"]),
+        prop::sample::select(vec![
+            "string", "number", "integer", "boolean", "object", "array",
+        ]),
         jstr(40),
         prop::option::of(prop::collection::vec(value_strategy(), 1..4)),
         prop::option::of(value_strategy()),
     )
         .prop_map(|(ty, desc, en, default)| {
-            let mut m = vec![(plain("type"), J::Str(plain(ty))), (plain("description"), J::Str(desc))];
+            let mut m = vec![
+                (plain("type"), J::Str(plain(ty))),
+                (plain("description"), J::Str(desc)),
+            ];
             if let Some(e) = en {
                 m.push((plain("enum"), J::Arr(e)));
             }
@@ -382,9 +401,21 @@ fn tool_strategy() -> impl Strategy<Value = (JStr, J)> {
             members.push((plain("inputSchema"), J::Obj(schema)));
             // Unknown fields with any value, kept verbatim by both programs;
             // fields mcplint types (description, title, ...) are left out here.
-            let typed = ["name", "description", "title", "inputSchema", "outputSchema", "annotations", "jsonrpc", "result"];
+            let typed = [
+                "name",
+                "description",
+                "title",
+                "inputSchema",
+                "outputSchema",
+                "annotations",
+                "jsonrpc",
+                "result",
+            ];
             for (k, v) in extra {
-                let text: String = k.0.iter().map(|u| if let Unit::Char(c) = u { *c } else { '?' }).collect();
+                let text: String =
+                    k.0.iter()
+                        .map(|u| if let Unit::Char(c) = u { *c } else { '?' })
+                        .collect();
                 if !typed.contains(&text.as_str()) {
                     members.push((k, v));
                 }
@@ -400,36 +431,46 @@ struct Case {
 }
 
 fn case_strategy() -> impl Strategy<Value = Case> {
-    (prop::collection::vec(tool_strategy(), 0..6), 0u8..3, any::<u64>()).prop_map(|(tools, wrap, seed)| {
-        let tools: Vec<J> = tools
-            .into_iter()
-            .enumerate()
-            .map(|(i, (mut name, tool))| {
-                // Unique names: the text after the last `#` is the index.
-                name.0.extend(format!("#{i}").chars().map(Unit::Char));
-                let J::Obj(mut members) = tool else { unreachable!("tool is an object") };
-                let at = (seed as usize + i) % (members.len() + 1);
-                members.insert(at, (plain("name"), J::Str(name)));
-                J::Obj(members)
-            })
-            .collect();
-        let list = J::Arr(tools);
-        let doc = match wrap {
-            0 => list,
-            1 => J::Obj(vec![(plain("tools"), list), (plain("nextCursor"), J::Str(plain("c2")))]),
-            _ => J::Obj(vec![
-                (plain("jsonrpc"), J::Str(plain("2.0"))),
-                (plain("id"), J::Num("1".into())),
-                (plain("result"), J::Obj(vec![(plain("tools"), list)])),
-            ]),
-        };
-        let mut sp = Spell(seed | 1);
-        let mut text = String::new();
-        sp.ws(&mut text);
-        write_json(&doc, &mut sp, &mut text);
-        sp.ws(&mut text);
-        Case { text }
-    })
+    (
+        prop::collection::vec(tool_strategy(), 0..6),
+        0u8..3,
+        any::<u64>(),
+    )
+        .prop_map(|(tools, wrap, seed)| {
+            let tools: Vec<J> = tools
+                .into_iter()
+                .enumerate()
+                .map(|(i, (mut name, tool))| {
+                    // Unique names: the text after the last `#` is the index.
+                    name.0.extend(format!("#{i}").chars().map(Unit::Char));
+                    let J::Obj(mut members) = tool else {
+                        unreachable!("tool is an object")
+                    };
+                    let at = (seed as usize + i) % (members.len() + 1);
+                    members.insert(at, (plain("name"), J::Str(name)));
+                    J::Obj(members)
+                })
+                .collect();
+            let list = J::Arr(tools);
+            let doc = match wrap {
+                0 => list,
+                1 => J::Obj(vec![
+                    (plain("tools"), list),
+                    (plain("nextCursor"), J::Str(plain("c2"))),
+                ]),
+                _ => J::Obj(vec![
+                    (plain("jsonrpc"), J::Str(plain("2.0"))),
+                    (plain("id"), J::Num("1".into())),
+                    (plain("result"), J::Obj(vec![(plain("tools"), list)])),
+                ]),
+            };
+            let mut sp = Spell(seed | 1);
+            let mut text = String::new();
+            sp.ws(&mut text);
+            write_json(&doc, &mut sp, &mut text);
+            sp.ws(&mut text);
+            Case { text }
+        })
 }
 
 // ---------------------------------------------------------------------------
@@ -514,7 +555,10 @@ fn check(dir: &Path, hex: &str, file: &str) -> (i32, String) {
         .env("NO_COLOR", "1")
         .output()
         .expect("run mcplint");
-    (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stdout).into_owned())
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+    )
 }
 
 #[test]
@@ -522,7 +566,10 @@ fn schemes_diverge_on_non_ascii_text_and_floats_and_check_accepts_either() {
     let dir = tempfile::tempdir().expect("tempdir");
     let cases = [
         ("cafe.json", r#"[{"name":"café","description":"x"}]"#),
-        ("float.json", r#"[{"name":"a","inputSchema":{"type":"object","properties":{"n":{"type":"number","default":1.0}}}}]"#),
+        (
+            "float.json",
+            r#"[{"name":"a","inputSchema":{"type":"object","properties":{"n":{"type":"number","default":1.0}}}}]"#,
+        ),
     ];
     for (name, text) in cases {
         let file = dir.path().join(name);
@@ -536,14 +583,28 @@ fn schemes_diverge_on_non_ascii_text_and_floats_and_check_accepts_either() {
         assert_ne!(ts, py, "{name}: the schemes should differ");
 
         let (code, out) = check(dir.path(), &ts, name);
-        assert_eq!((code, out.starts_with("ok (ts scheme)")), (0, true), "{out}");
+        assert_eq!(
+            (code, out.starts_with("ok (ts scheme)")),
+            (0, true),
+            "{out}"
+        );
         let (code, out) = check(dir.path(), &py, name);
-        assert_eq!((code, out.starts_with("ok (python scheme)")), (0, true), "{out}");
+        assert_eq!(
+            (code, out.starts_with("ok (python scheme)")),
+            (0, true),
+            "{out}"
+        );
         // A wrong fingerprint: exit 1, and both current values are shown.
-        let wrong: String = ts.chars().map(|c| if c == '0' { '1' } else { '0' }).collect();
+        let wrong: String = ts
+            .chars()
+            .map(|c| if c == '0' { '1' } else { '0' })
+            .collect();
         let (code, out) = check(dir.path(), &wrong, name);
         assert_eq!(code, 1, "{out}");
-        assert!(out.contains("CHANGED") && out.contains(&ts) && out.contains(&py), "{out}");
+        assert!(
+            out.contains("CHANGED") && out.contains(&ts) && out.contains(&py),
+            "{out}"
+        );
     }
     // ASCII text and integers: the schemes agree, as the article says.
     let file = dir.path().join("ascii.json");
@@ -560,7 +621,11 @@ fn check_takes_the_full_digest_and_refuses_bad_hex() {
         .current_dir(dir.path())
         .output()
         .expect("run");
-    let full = String::from_utf8_lossy(&full.stdout).split_whitespace().next().unwrap_or_default().to_string();
+    let full = String::from_utf8_lossy(&full.stdout)
+        .split_whitespace()
+        .next()
+        .unwrap_or_default()
+        .to_string();
     assert_eq!(full.len(), 64);
     assert_eq!(check(dir.path(), &full, "t.json").0, 0);
     assert_eq!(check(dir.path(), &full[..20], "t.json").0, 0);

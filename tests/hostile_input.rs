@@ -25,9 +25,15 @@ fn write(dir: &Path, name: &str, bytes: &[u8]) -> PathBuf {
 /// Asserts nothing but newlines among the control characters of `text`: no
 /// ESC, NUL, CR, BEL, C1 control, or the like.
 fn assert_no_control(what: &str, text: &str) {
-    assert!(!text.contains('\u{1b}'), "{what} holds an ESC byte:\n{text:?}");
+    assert!(
+        !text.contains('\u{1b}'),
+        "{what} holds an ESC byte:\n{text:?}"
+    );
     if let Some(c) = text.chars().find(|&c| c.is_control() && c != '\n') {
-        panic!("{what} holds control character U+{:04X}:\n{text:?}", c as u32);
+        panic!(
+            "{what} holds control character U+{:04X}:\n{text:?}",
+            c as u32
+        );
     }
 }
 
@@ -46,7 +52,11 @@ fn assert_rejected(dir: &Path, args: &[&str], want: Expect<'_>) -> String {
     let out = mcplint(dir, args);
     let stderr = String::from_utf8(out.stderr).expect("stderr is UTF-8");
     let stdout = String::from_utf8(out.stdout).expect("stdout is UTF-8");
-    assert_eq!(out.status.code(), Some(2), "args {args:?}: exit code\nstderr:\n{stderr}");
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "args {args:?}: exit code\nstderr:\n{stderr}"
+    );
     assert!(!stderr.contains("panicked"), "panic:\n{stderr}");
     assert!(
         stderr.contains(want.location),
@@ -114,7 +124,10 @@ fn nul_byte_inside_a_string() {
             label: Some("here"),
         },
     );
-    assert!(err.contains("⟨NUL⟩"), "the NUL is shown as a stand-in:\n{err}");
+    assert!(
+        err.contains("⟨NUL⟩"),
+        "the NUL is shown as a stand-in:\n{err}"
+    );
 }
 
 #[test]
@@ -284,7 +297,10 @@ fn file_over_max_size() {
     );
     assert!(err.contains("--max-size"), "{err}");
     // The same file loads under a large enough limit.
-    let out = mcplint(dir.path(), &["--max-size", "1000", "fingerprint", "big.json"]);
+    let out = mcplint(
+        dir.path(),
+        &["--max-size", "1000", "fingerprint", "big.json"],
+    );
     assert_eq!(out.status.code(), Some(0));
 }
 
@@ -513,7 +529,12 @@ fn duplicate_keys_load_and_are_reported() {
         b"{\"tools\":[{\"name\":\"a\",\n \"description\":\"shown by one reader\",\n \"description\":\"run by another\"}]}",
     );
     let fp = mcplint(dir.path(), &["fingerprint", "dup.json"]);
-    assert_eq!(fp.status.code(), Some(0), "{}", String::from_utf8_lossy(&fp.stderr));
+    assert_eq!(
+        fp.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&fp.stderr)
+    );
     let out = mcplint(dir.path(), &["inspect", "--format", "json", "dup.json"]);
     assert_eq!(out.status.code(), Some(0));
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("inspect JSON");
@@ -525,8 +546,12 @@ fn duplicate_keys_load_and_are_reported() {
     assert_eq!(dups[0]["line"], 3);
     assert_eq!(dups[0]["column"], 2);
     // The last duplicate wins, as in JSON.parse and json.loads.
-    let text = String::from_utf8_lossy(&mcplint(dir.path(), &["inspect", "dup.json"]).stdout).into_owned();
-    assert!(text.contains("run by another") || !text.contains("shown by one reader"), "{text}");
+    let text =
+        String::from_utf8_lossy(&mcplint(dir.path(), &["inspect", "dup.json"]).stdout).into_owned();
+    assert!(
+        text.contains("run by another") || !text.contains("shown by one reader"),
+        "{text}"
+    );
 }
 
 #[test]

@@ -64,13 +64,19 @@ fuzz_target!(|data: &[u8]| {
             let doc = &loaded.doc;
             for server in &loaded.servers {
                 let nodes: Vec<_> = server.tools.iter().map(|t| t.node).collect();
-                for scheme in Scheme::ALL {
-                    let fp = server_fingerprint(doc, server, scheme);
-                    assert_eq!(fp.full(), tools_fingerprint(doc, &nodes, scheme).full());
-                    assert!(matches(doc, &nodes, &fp.short()).is_some(), "short {scheme} fingerprint not accepted");
-                    assert!(matches(doc, &nodes, &fp.full()).is_some(), "full {scheme} fingerprint not accepted");
-                    let _ = context_digest(doc, server, scheme);
+                // Fingerprinting dominates the cost of an execution: check one
+                // scheme's `--check` path per input, chosen by the input.
+                let scheme = if body.len() % 2 == 0 { Scheme::Ts } else { Scheme::Python };
+                let fp = server_fingerprint(doc, server, scheme);
+                let hex = if body.len() % 3 == 0 { fp.full() } else { fp.short() };
+                let got = matches(doc, &nodes, &hex);
+                assert!(got.is_some(), "{scheme} fingerprint {hex} not accepted");
+                // ts is tried first; a python match may be reported as ts only
+                // when both schemes give the same digest (ASCII and integers).
+                if got != Some(scheme) {
+                    assert_eq!(tools_fingerprint(doc, &nodes, Scheme::Ts).full(), fp.full());
                 }
+                let _ = context_digest(doc, server, scheme);
                 for tool in &server.tools {
                     let _ = tool.params(doc);
                     let _ = tool.description_text(doc);
