@@ -264,6 +264,25 @@ fn a_million_open_brackets_do_not_overflow_the_stack() {
         },
     );
     assert!(err.contains("--max-depth"), "help names the flag:\n{err}");
+    // The snippet shows the label's neighbourhood, not the whole megabyte line.
+    assert!(err.len() < 4096, "stderr is {} bytes", err.len());
+}
+
+#[test]
+fn error_in_a_long_minified_line_keeps_its_column() {
+    let mut text = br#"{"tools":[{"name":"a","x":1 1}"#.to_vec();
+    text.extend(std::iter::repeat_n(b' ', 100_000));
+    text.extend(b"]}");
+    let err = fingerprint_rejects(
+        &text,
+        Expect {
+            location: "in.json:1:29",
+            message: "expected `,` or `}`",
+            label: Some("here"),
+        },
+    );
+    assert!(err.contains("[in.json:1:29]"), "{err}");
+    assert!(err.len() < 4096, "stderr is {} bytes", err.len());
 }
 
 #[test]

@@ -124,7 +124,28 @@ fn attach(path: &str, text: &str, span: Span, mark_eof: bool) -> (NamedSource<St
     } else {
         (0, text)
     };
+    // A long line (minified JSON, a million `[`) would be printed whole under
+    // the label: keep at most 256 bytes of its line after the label. Cutting
+    // after the label leaves the label's line and column as they are.
+    let mut after = (span.end.max(span.start) - base).min(window.len());
+    // Invalid UTF-8 is shown lossily: a span in the raw bytes can end inside
+    // a 3-byte U+FFFD.
+    while !window.is_char_boundary(after) {
+        after += 1;
+    }
+    let line_end = window[after..].find('\n').map_or(window.len(), |i| after + i);
+    let mut cut = after + 256;
+    let truncated = line_end > cut;
+    if truncated {
+        while !window.is_char_boundary(cut) {
+            cut += 1;
+        }
+    }
+    let window = if truncated { &window[..cut] } else { window };
     let mut vis = VisibleSource::new(window);
+    if truncated {
+        vis.text.push_str(" …");
+    }
     let mut mapped = vis.map_span(span.start - base, span.end.max(span.start) - base);
     if mark_eof && span.start >= text.len() {
         // miette draws no label on an empty span at the very end of the
