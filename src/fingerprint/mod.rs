@@ -201,7 +201,13 @@ pub fn matches(doc: &Document, tools: &[NodeId], hex: &str) -> Option<Scheme> {
 /// Writes `items` sorted by their string member `key` (stable; items without
 /// it sort first, as `undefined` and missing keys never compare less).
 fn write_sorted_array(doc: &Document, items: &[NodeId], key: &str, scheme: Scheme, out: &mut Out<'_>) {
-    let mut keyed: Vec<(SortKey<'_>, NodeId)> = items
+    // Each item also gets the first 16 bytes of its key, zero-padded, when the
+    // key orders as plain bytes. Two such prefixes that differ order exactly as
+    // the whole keys do (a shorter key padded with zeros sorts first, as a
+    // prefix does), so most comparisons of a large list (100,000 tools) are
+    // decided without touching the document text scattered in memory; equal
+    // prefixes fall back to the full comparison. The order is unchanged.
+    let mut keyed: Vec<(Option<[u8; 16]>, SortKey<'_>, NodeId)> = items
         .iter()
         .map(|&n| {
             let k = doc
@@ -209,12 +215,24 @@ fn write_sorted_array(doc: &Document, items: &[NodeId], key: &str, scheme: Schem
                 .filter(|&v| doc.kind(v) == Kind::String)
                 .map(|v| SortKey::of(doc, v, scheme))
                 .unwrap_or(SortKey::Missing);
-            (k, n)
+            let prefix = match &k {
+                SortKey::Text(t, false) => {
+                    let mut p = [0u8; 16];
+                    let len = t.len().min(16);
+                    p[..len].copy_from_slice(&t.as_bytes()[..len]);
+                    Some(p)
+                }
+                _ => None,
+            };
+            (prefix, k, n)
         })
         .collect();
-    keyed.sort_by(|a, b| a.0.cmp(&b.0, scheme));
+    keyed.sort_by(|a, b| match (&a.0, &b.0) {
+        (Some(pa), Some(pb)) if pa != pb => pa.cmp(pb),
+        _ => a.1.cmp(&b.1, scheme),
+    });
     out.push(b'[');
-    for (i, (_, n)) in keyed.iter().enumerate() {
+    for (i, (_, _, n)) in keyed.iter().enumerate() {
         if i > 0 {
             out.push(b',');
         }
