@@ -843,6 +843,19 @@ struct Parser<'a> {
     depth: usize,
 }
 
+/// True if any byte of `x` is `"`, `\\` or below 0x20 (SWAR: the classic
+/// "has a zero byte" / "has a byte less than n" tests, exact for existence).
+#[inline]
+fn has_special_byte(x: u64) -> bool {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGHS: u64 = 0x8080_8080_8080_8080;
+    let has_zero = |v: u64| v.wrapping_sub(ONES) & !v & HIGHS;
+    let quote = has_zero(x ^ (ONES * b'"' as u64));
+    let backslash = has_zero(x ^ (ONES * b'\\' as u64));
+    let control = x.wrapping_sub(ONES * 0x20) & !x & HIGHS;
+    quote | backslash | control != 0
+}
+
 impl Parser<'_> {
     fn err<T>(&self, kind: ErrorKind, start: usize, end: usize) -> Result<T, ParseError> {
         Err(ParseError {
@@ -1009,7 +1022,16 @@ impl Parser<'_> {
         let mut i = start + 1;
         let mut flags = 0;
         loop {
-            // Fast path over plain bytes.
+            // Fast path over plain bytes: eight at a time while none of them
+            // is `"`, `\` or a control character, then one at a time.
+            while let Some(chunk) = s.get(i..i + 8) {
+                let mut word = [0u8; 8];
+                word.copy_from_slice(chunk);
+                if has_special_byte(u64::from_le_bytes(word)) {
+                    break;
+                }
+                i += 8;
+            }
             while let Some(&b) = s.get(i) {
                 if b == b'"' || b == b'\\' || b < 0x20 {
                     break;
@@ -1189,40 +1211,47 @@ impl Parser<'_> {
         if n < 2 {
             return;
         }
-        let key_text = |k: NodeId| -> Cow<'_, str> {
-            let node = &self.nodes[k as usize];
-            let raw = &self.src[node.start as usize + 1..node.end as usize - 1];
-            // The parser checked UTF-8 up front and the key's escapes above.
-            let raw = std::str::from_utf8(raw).unwrap_or_default();
+        // Keys compare by their decoded value. Unescaped keys are compared as
+        // raw bytes (no decoding, no UTF-8 check: the parser checked the text
+        // up front); escaped ones are decoded once. A lone surrogate cannot be
+        // held in UTF-8, so it is written as the bytes ED A0 80..ED BF BF
+        // (its WTF-8 form), which no valid UTF-8 text contains: `"\ud800"`
+        // and a key spelled with a literal backslash never compare equal.
+        let src = self.src;
+        let nodes = &self.nodes;
+        let key_bytes = |k: NodeId| -> Cow<'_, [u8]> {
+            let node = &nodes[k as usize];
+            let raw = &src[node.start as usize + 1..node.end as usize - 1];
             if node.flags & F_ESCAPED == 0 {
-                Cow::Borrowed(raw)
-            } else {
-                let mut out = String::new();
-                for_each_unit(raw, |u| match u {
-                    Unit::Text(t) => out.push_str(t),
-                    Unit::Char(c) => out.push(c),
-                    Unit::LoneSurrogate(s) => out.push_str(&format!("\\u{s:04x}")),
-                });
-                Cow::Owned(out)
+                return Cow::Borrowed(raw);
             }
+            let raw = std::str::from_utf8(raw).unwrap_or_default();
+            let mut out = Vec::with_capacity(raw.len());
+            for_each_unit(raw, |u| match u {
+                Unit::Text(t) => out.extend_from_slice(t.as_bytes()),
+                Unit::Char(c) => out.extend_from_slice(c.encode_utf8(&mut [0; 4]).as_bytes()),
+                Unit::LoneSurrogate(s) => out.extend_from_slice(&[
+                    0xe0 | (s >> 12) as u8,
+                    0x80 | ((s >> 6) & 0x3f) as u8,
+                    0x80 | (s & 0x3f) as u8,
+                ]),
+            });
+            Cow::Owned(out)
         };
         let mut found = Vec::new();
         if n <= 16 {
+            let keys: Vec<Cow<'_, [u8]>> = (0..n).map(|j| key_bytes(members[j * 2])).collect();
             for j in 1..n {
-                let kj = key_text(members[j * 2]);
-                for i in 0..j {
-                    if key_text(members[i * 2]) == kj {
-                        found.push((members[i * 2], members[j * 2]));
-                        break;
-                    }
+                if let Some(i) = (0..j).find(|&i| keys[i] == keys[j]) {
+                    found.push((members[i * 2], members[j * 2]));
                 }
             }
         } else {
-            let mut seen: std::collections::HashMap<Cow<'_, str>, NodeId> =
+            let mut seen: std::collections::HashMap<Cow<'_, [u8]>, NodeId> =
                 std::collections::HashMap::with_capacity(n);
             for j in 0..n {
                 let k = members[j * 2];
-                match seen.entry(key_text(k)) {
+                match seen.entry(key_bytes(k)) {
                     std::collections::hash_map::Entry::Occupied(mut e) => {
                         found.push((*e.get(), k));
                         e.insert(k);
@@ -1291,6 +1320,29 @@ mod tests {
         // Empty range.
         let span = d.raw_span_of_chars(s, 4..4);
         assert!(span.is_empty());
+    }
+
+    #[test]
+    fn swar_special_byte_test_matches_bytewise() {
+        let special = |b: u8| b == b'"' || b == b'\\' || b < 0x20;
+        // Every byte value in every lane, over a background of plain bytes.
+        for background in [b'a', 0x7f, 0x80, 0xff, b'!', b'#'] {
+            for lane in 0..8 {
+                for b in 0..=255u8 {
+                    let mut w = [background; 8];
+                    w[lane] = b;
+                    let want = w.iter().any(|&x| special(x));
+                    assert_eq!(has_special_byte(u64::from_le_bytes(w)), want, "{w:?}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn lone_surrogate_key_is_not_a_duplicate_of_its_spelling() {
+        let d = parse(r#"{"\ud800": 1, "\\ud800": 2, "\ud800": 3}"#).unwrap();
+        assert_eq!(d.duplicates().len(), 1);
+        assert_eq!(d.raw(d.duplicates()[0].second), r#""\ud800""#);
     }
 
     #[test]

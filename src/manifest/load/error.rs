@@ -5,14 +5,18 @@ use std::path::Path;
 
 use miette::{Diagnostic, NamedSource, SourceSpan};
 
-use crate::display::VisibleSource;
+use crate::display::{visible, VisibleSource};
 use crate::manifest::json::{line_col, ParseError, Span};
 
 /// Why an input could not be loaded. Every variant is exit code 2.
+///
+/// Paths and messages are stored as given and made visible only when shown
+/// ([`visible`]): a file name or a glob can hold an ESC byte as well as a
+/// manifest can, and must not drive the terminal.
 #[derive(Debug, thiserror::Error, Diagnostic)]
 pub enum LoadError {
     /// The file could not be read.
-    #[error("{path}: cannot read: {message}")]
+    #[error("{}: cannot read: {}", visible(.path), visible(.message))]
     #[diagnostic(code(mcplint::io))]
     Io {
         /// The path as given.
@@ -22,7 +26,7 @@ pub enum LoadError {
     },
 
     /// A path, directory or glob matched nothing loadable.
-    #[error("{path}: {message}")]
+    #[error("{}: {}", visible(.path), visible(.message))]
     #[diagnostic(code(mcplint::no_input))]
     NoInput {
         /// The path or pattern as given.
@@ -42,7 +46,7 @@ pub enum LoadError {
     Shape(Box<ShapeError>),
 
     /// The input's kind could not be recognised.
-    #[error("{path}: not a recognised MCP manifest or config: {message}")]
+    #[error("{}: not a recognised MCP manifest or config: {}", visible(.path), visible(.message))]
     #[diagnostic(
         code(mcplint::unknown_format),
         help("mcplint reads tools/list results, JSON-RPC responses, capture files, MCPB manifests and bundles, server.json, and client configs; use --input-format to force one")
@@ -57,7 +61,7 @@ pub enum LoadError {
 
 /// A syntax error: file, line, column and a label on the bytes.
 #[derive(Debug, thiserror::Error, Diagnostic)]
-#[error("{path}:{line}:{column}: {message}")]
+#[error("{}:{line}:{column}: {}", visible(.path), visible(.message))]
 #[diagnostic(code(mcplint::syntax))]
 pub struct SyntaxError {
     /// The path.
@@ -83,7 +87,7 @@ pub struct SyntaxError {
 
 /// Valid JSON of the wrong shape, with the JSON pointer of the offending value.
 #[derive(Debug, thiserror::Error, Diagnostic)]
-#[error("{path}:{line}:{column}: {message}")]
+#[error("{}:{line}:{column}: {}", visible(.path), visible(.message))]
 #[diagnostic(code(mcplint::shape))]
 pub struct ShapeError {
     /// The path.
@@ -114,8 +118,9 @@ pub struct ShapeError {
 /// one error would be wasteful.
 const MAX_ATTACHED_SOURCE: usize = 4 * 1024 * 1024;
 
-/// A printable copy of `text` and the label span remapped into it.
-fn attach(path: &str, text: &str, span: Span) -> (NamedSource<String>, SourceSpan) {
+/// A printable copy of `text` and the label span remapped into it. With
+/// `mark_eof`, a span at the end of the text gets something to point at.
+fn attach(path: &str, text: &str, span: Span, mark_eof: bool) -> (NamedSource<String>, SourceSpan) {
     // For huge files keep only a window around the span; offsets are then
     // relative to the window.
     let (base, window) = if text.len() > MAX_ATTACHED_SOURCE {
@@ -131,9 +136,39 @@ fn attach(path: &str, text: &str, span: Span) -> (NamedSource<String>, SourceSpa
     } else {
         (0, text)
     };
-    let vis = VisibleSource::new(window);
-    let mapped = vis.map_span(span.start - base, span.end.max(span.start) - base);
-    (NamedSource::new(path, vis.text), mapped)
+    // A long line (minified JSON, a million `[`) would be printed whole under
+    // the label: keep at most 256 bytes of its line after the label. Cutting
+    // after the label leaves the label's line and column as they are.
+    let mut after = (span.end.max(span.start) - base).min(window.len());
+    // Invalid UTF-8 is shown lossily: a span in the raw bytes can end inside
+    // a 3-byte U+FFFD.
+    while !window.is_char_boundary(after) {
+        after += 1;
+    }
+    let line_end = window[after..]
+        .find('\n')
+        .map_or(window.len(), |i| after + i);
+    let mut cut = after + 256;
+    let truncated = line_end > cut;
+    if truncated {
+        while !window.is_char_boundary(cut) {
+            cut += 1;
+        }
+    }
+    let window = if truncated { &window[..cut] } else { window };
+    let mut vis = VisibleSource::new(window);
+    if truncated {
+        vis.text.push_str(" …");
+    }
+    let mut mapped = vis.map_span(span.start - base, span.end.max(span.start) - base);
+    if mark_eof && span.start >= text.len() {
+        // miette draws no label on an empty span at the very end of the
+        // source: give it one blank column past the last byte to point at, so
+        // "unexpected end of input" still shows where.
+        mapped = (vis.text.len(), 1).into();
+        vis.text.push(' ');
+    }
+    (NamedSource::new(visible(path), vis.text), mapped)
 }
 
 impl LoadError {
@@ -150,7 +185,9 @@ impl LoadError {
         let text = String::from_utf8_lossy(bytes);
         let path_s = path.display().to_string();
         let (line, column) = line_col(&text, err.span.start);
-        let (src, span) = attach(&path_s, &text, err.span);
+        // A file refused for its size was not read: there is nothing to point at.
+        let too_large = matches!(err.kind, crate::manifest::json::ErrorKind::TooLarge { .. });
+        let (src, span) = attach(&path_s, &text, err.span, !too_large);
         let help = match &err.kind {
             crate::manifest::json::ErrorKind::TooLarge { .. } => Some(
                 "raise the limit with --max-size BYTES if the file is trusted to be this big"
@@ -180,7 +217,7 @@ impl LoadError {
     pub fn syntax_at(path: &Path, text: &str, span: Span, message: String) -> Self {
         let path_s = path.display().to_string();
         let (line, column) = line_col(text, span.start);
-        let (src, sspan) = attach(&path_s, text, span);
+        let (src, sspan) = attach(&path_s, text, span, true);
         LoadError::Syntax(Box::new(SyntaxError {
             path: path_s,
             line,
@@ -205,7 +242,7 @@ impl LoadError {
     ) -> Self {
         let path_s = path.display().to_string();
         let (line, column) = line_col(text, span.start);
-        let (src, sspan) = attach(&path_s, text, span);
+        let (src, sspan) = attach(&path_s, text, span, true);
         LoadError::Shape(Box::new(ShapeError {
             path: path_s,
             line,

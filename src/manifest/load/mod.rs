@@ -431,13 +431,9 @@ pub fn detect(doc: &Document) -> Option<InputKind> {
             {
                 return Some(InputKind::ServerJson);
             }
-            if doc
-                .get(root, "tools")
-                .is_some_and(|t| doc.kind(t) != Kind::Object)
-            {
-                // Not an array, but meant as a tool list: let the loader say
-                // what is wrong with it. (An object is some other program's
-                // settings, such as Gemini CLI's.)
+            if has("tools") {
+                // Not an array, but meant as a tool list (nothing else above
+                // claimed the file): let the loader say what is wrong with it.
                 return Some(InputKind::ToolsList);
             }
             None

@@ -198,36 +198,46 @@ fn name_of(ctx: &Ctx<'_>, obj: NodeId, what: &str) -> Result<(NodeId, String), L
 pub fn tool(ctx: &Ctx<'_>, n: NodeId) -> Result<Tool, LoadError> {
     let doc = ctx.doc;
     ctx.expect(n, Kind::Object, "a tool")?;
-    let (name_node, name) = name_of(ctx, n, "tool")?;
-    let description = match doc.get(n, "description") {
-        Some(d) if doc.kind(d) == Kind::Null => None,
-        Some(d) => Some(ctx.expect(d, Kind::String, "a tool's `description`")?),
+    // One pass over the members instead of one lookup per known field: a
+    // 100,000-tool list spends a good part of its load time here. The last of
+    // duplicate keys wins, as with `Document::get`.
+    let mut known: [Option<NodeId>; TOOL_FIELDS.len()] = [None; TOOL_FIELDS.len()];
+    let mut unknown = Vec::new();
+    for (k, v) in doc.members(n).into_iter().flatten() {
+        match TOOL_FIELDS.iter().position(|f| doc.key_is(k, f)) {
+            Some(i) => known[i] = Some(v),
+            None => unknown.push((k, v)),
+        }
+    }
+    let field = |name: &str| {
+        let i = TOOL_FIELDS.iter().position(|f| *f == name);
+        i.and_then(|i| known[i])
+    };
+    let (name_node, name) = match field("name") {
+        Some(v) => {
+            ctx.expect(v, Kind::String, "a tool's `name`")?;
+            (v, doc.str(v).unwrap_or_default().into_owned())
+        }
+        // The usual error, from the usual place.
+        None => name_of(ctx, n, "tool")?,
+    };
+    let nullable = |name: &str, kind: Kind, what: &str| -> Result<Option<NodeId>, LoadError> {
+        match field(name) {
+            Some(v) if doc.kind(v) == Kind::Null => Ok(None),
+            Some(v) => ctx.expect(v, kind, what).map(Some),
+            None => Ok(None),
+        }
+    };
+    let description = nullable("description", Kind::String, "a tool's `description`")?;
+    let title = nullable("title", Kind::String, "a tool's `title`")?;
+    let input_schema = match field("inputSchema") {
+        Some(v) => Some(ctx.expect(v, Kind::Object, "`inputSchema`")?),
         None => None,
     };
-    let title = match doc.get(n, "title") {
-        Some(t) if doc.kind(t) == Kind::Null => None,
-        Some(t) => Some(ctx.expect(t, Kind::String, "a tool's `title`")?),
-        None => None,
-    };
-    let input_schema = ctx.opt(n, "inputSchema", Kind::Object)?;
-    let output_schema = match doc.get(n, "outputSchema") {
-        Some(o) if doc.kind(o) == Kind::Null => None,
-        Some(o) => Some(ctx.expect(o, Kind::Object, "a tool's `outputSchema`")?),
-        None => None,
-    };
-    let annotations = match doc.get(n, "annotations") {
-        Some(a) if doc.kind(a) == Kind::Null => None,
-        Some(a) => Some(ctx.expect(a, Kind::Object, "a tool's `annotations`")?),
-        None => None,
-    };
-    let icons = doc.get(n, "icons");
-    let meta = doc.get(n, "_meta");
-    let unknown = doc
-        .members(n)
-        .into_iter()
-        .flatten()
-        .filter(|&(k, _)| !TOOL_FIELDS.iter().any(|f| doc.key_is(k, f)))
-        .collect();
+    let output_schema = nullable("outputSchema", Kind::Object, "a tool's `outputSchema`")?;
+    let annotations = nullable("annotations", Kind::Object, "a tool's `annotations`")?;
+    let icons = field("icons");
+    let meta = field("_meta");
     Ok(Tool {
         node: n,
         name,
