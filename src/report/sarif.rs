@@ -34,6 +34,16 @@ pub fn uri(path: &str) -> String {
     out
 }
 
+/// `tool-shadowing` → `ToolShadowing` (SARIF wants `name` to differ from `id`).
+fn pascal(id: &str) -> String {
+    id.split('-')
+        .map(|w| {
+            let mut c = w.chars();
+            c.next().map(|f| f.to_ascii_uppercase().to_string() + c.as_str()).unwrap_or_default()
+        })
+        .collect()
+}
+
 fn rule_json(m: &RuleMeta) -> Value {
     let md = format!(
         "## What it flags\n{}\n\n## Why it matters\n{}\n\n## Example\n```\n{}\n```\n\n## Remedy\n{}\n",
@@ -52,7 +62,7 @@ fn rule_json(m: &RuleMeta) -> Value {
     };
     json!({
         "id": m.id,
-        "name": m.id,
+        "name": pascal(&m.id),
         "shortDescription": {"text": m.summary},
         "fullDescription": {"text": m.docs.what},
         "help": {"text": format!("{}\n\n{}", m.help, m.docs.remedy), "markdown": md},
