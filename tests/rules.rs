@@ -16,8 +16,11 @@ use mcplint::report::{Report, Stats};
 use mcplint::rules::config::Config;
 use mcplint::rules::{build_engine, Engine, PatternSet};
 
-fn engine() -> Engine {
-    build_engine(&[], true).expect("built-in rules compile")
+/// Built once: compiling the pattern set is the slow part in debug builds.
+static ENGINE: std::sync::LazyLock<Engine> = std::sync::LazyLock::new(|| build_engine(&[], true).expect("built-in rules compile"));
+
+fn engine() -> &'static Engine {
+    &ENGINE
 }
 
 fn check(paths: &[&str], together: bool) -> (Vec<Finding>, Vec<mcplint::manifest::Loaded>) {
@@ -249,7 +252,7 @@ tool = "no_such_tool"
 reason = "stale"
 "#,
     );
-    let mut e = engine();
+    let mut e = build_engine(&[], true).expect("compiles");
     assert!(e.configure(c.settings.clone()).is_empty());
     let mut f = e.check(&loaded, false);
     let ignored = c.apply(&e, &mut f);
@@ -272,7 +275,8 @@ fn config_errors_point_into_the_file() {
     let err = Config::parse(Path::new("m.toml"), "[rules.x]\nseverity = \"huge\"\n".into()).expect_err("bad severity");
     assert!(err.to_string().contains("m.toml"));
     let c = config("[rules.not-a-rule]\ndisable = true\n");
-    assert_eq!(engine().configure(c.settings.clone()), vec!["not-a-rule".to_string()]);
+    let mut e = build_engine(&[], true).expect("compiles");
+    assert_eq!(e.configure(c.settings.clone()), vec!["not-a-rule".to_string()]);
 }
 
 #[test]
@@ -340,7 +344,7 @@ fn human_output_snapshots() {
     for name in SNAPSHOT_FIXTURES {
         let path = fixture(name);
         let (f, sources, stats) = report_for(&[&path]);
-        let r = Report { findings: &f, sources: &sources, engine: &e, stats };
+        let r = Report { findings: &f, sources: &sources, engine: e, stats };
         let out = mcplint::report::human::render(&r, false, 80);
         assert!(!out.contains('\u{1b}') && !out.contains('\u{200b}') && !out.contains('\u{202e}'), "raw control characters reached the output");
         insta::assert_snapshot!(format!("human_{name}"), out);
@@ -353,7 +357,7 @@ fn json_output_snapshots() {
     for name in SNAPSHOT_FIXTURES {
         let path = fixture(name);
         let (f, sources, stats) = report_for(&[&path]);
-        let r = Report { findings: &f, sources: &sources, engine: &e, stats };
+        let r = Report { findings: &f, sources: &sources, engine: e, stats };
         let out = mcplint::report::json::render(&r);
         let v: serde_json::Value = serde_json::from_str(&out).expect("valid json");
         assert_eq!(v["version"], 1);
@@ -366,7 +370,7 @@ fn sarif_output_snapshot_and_validation() {
     let e = engine();
     let path = fixture("instruction-with-payload");
     let (f, sources, stats) = report_for(&[&path]);
-    let r = Report { findings: &f, sources: &sources, engine: &e, stats };
+    let r = Report { findings: &f, sources: &sources, engine: e, stats };
     let out = mcplint::report::sarif::render(&r);
     let v: serde_json::Value = serde_json::from_str(&out).expect("valid json");
     assert_eq!(v["version"], "2.1.0");
@@ -402,7 +406,7 @@ fn github_and_markdown_escape_hostile_text() {
     let e = engine();
     let path = fixture("ansi-escape");
     let (f, sources, stats) = report_for(&[&path]);
-    let r = Report { findings: &f, sources: &sources, engine: &e, stats };
+    let r = Report { findings: &f, sources: &sources, engine: e, stats };
     let gh = mcplint::report::github::render(&r);
     assert!(!gh.contains('\u{1b}'));
     for line in gh.lines() {

@@ -45,7 +45,7 @@ struct File {
     #[serde(default)]
     rules_dirs: Vec<String>,
     #[serde(default)]
-    rules: BTreeMap<String, toml::Spanned<RuleCfg>>,
+    rules: BTreeMap<String, RuleCfg>,
 }
 
 #[derive(Deserialize, Default)]
@@ -125,8 +125,12 @@ impl Config {
             ..Config::default()
         };
         for (id, r) in f.rules {
-            c.rule_spans.insert(id.clone(), r.span());
-            let r = r.into_inner();
+            // NOTE: toml's Spanned around a table inside a map fails when the
+            // table is only opened through `[[rules.ID.ignore]]`, so the span of
+            // a rule's table is found in the text.
+            if let Some(at) = text.find(&format!("rules.{id}")) {
+                c.rule_spans.insert(id.clone(), at..at + 6 + id.len());
+            }
             c.settings.insert(id.clone(), RuleSettings { disabled: r.disable, severity: r.severity });
             for i in r.ignore {
                 let span = i.span();
