@@ -11,3 +11,5 @@ pub mod display;
 pub mod finding;
 pub mod fingerprint;
 pub mod manifest;
+pub mod report;
+pub mod rules;

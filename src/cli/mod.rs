@@ -3,8 +3,10 @@
 //! Exit codes: 0 ok; 1 findings or changes at or above the threshold; 2 bad
 //! input or usage. Every command lives in its own file here.
 
+pub mod check;
 mod fingerprint;
 mod inspect;
+pub mod rules;
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -87,6 +89,12 @@ pub enum Command {
     Inspect(inspect::Args),
     /// Print the article's fingerprint of each file's tool list.
     Fingerprint(fingerprint::Args),
+    /// Run the rules over manifests and report findings.
+    Check(check::Args),
+    /// List the rules, or run rule files' own tests (`rules test`).
+    Rules(rules::Args),
+    /// Print a rule's documentation.
+    Explain(rules::ExplainArgs),
     /// Print a shell completion script.
     Completions {
         /// The shell.
@@ -113,6 +121,9 @@ pub fn run(cli: Cli) -> i32 {
     let result = match cli.command {
         Command::Inspect(args) => inspect::run(&args, &opts),
         Command::Fingerprint(args) => fingerprint::run(&args, &opts),
+        Command::Check(args) => check::run(&args, &opts),
+        Command::Rules(args) => rules::run(&args, &opts),
+        Command::Explain(args) => rules::explain(&args, &opts),
         Command::Completions { shell } => {
             let mut cmd = Cli::command();
             clap_complete::generate(shell, &mut cmd, "mcplint", &mut std::io::stdout());
