@@ -11,3 +11,4 @@ pub mod display;
 pub mod finding;
 pub mod fingerprint;
 pub mod manifest;
+pub mod runner;

@@ -3,8 +3,10 @@
 //! Exit codes: 0 ok; 1 findings or changes at or above the threshold; 2 bad
 //! input or usage. Every command lives in its own file here.
 
+mod fetch;
 mod fingerprint;
 mod inspect;
+mod runner;
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -87,6 +89,10 @@ pub enum Command {
     Inspect(inspect::Args),
     /// Print the article's fingerprint of each file's tool list.
     Fingerprint(fingerprint::Args),
+    /// Start a server in a throwaway microVM and capture what it offers.
+    Fetch(fetch::Args),
+    /// Build or inspect the microVM guest image.
+    Runner(runner::Args),
     /// Print a shell completion script.
     Completions {
         /// The shell.
@@ -113,6 +119,24 @@ pub fn run(cli: Cli) -> i32 {
     let result = match cli.command {
         Command::Inspect(args) => inspect::run(&args, &opts),
         Command::Fingerprint(args) => fingerprint::run(&args, &opts),
+        Command::Fetch(args) => {
+            return match fetch::run(&args) {
+                Ok(code) => code,
+                Err(e) => {
+                    eprintln!("mcplint: fetch failed: {e}");
+                    EXIT_ERROR
+                }
+            }
+        }
+        Command::Runner(args) => {
+            return match runner::run(&args) {
+                Ok(code) => code,
+                Err(e) => {
+                    eprintln!("mcplint: {e}");
+                    EXIT_ERROR
+                }
+            }
+        }
         Command::Completions { shell } => {
             let mut cmd = Cli::command();
             clap_complete::generate(shell, &mut cmd, "mcplint", &mut std::io::stdout());
