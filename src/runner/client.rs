@@ -120,7 +120,7 @@ pub enum ClientError {
         secs: f64,
     },
     /// The server closed its output.
-    #[error("the server closed its output while we waited for {method}")]
+    #[error("the server closed its output (it exited?) before answering {method}")]
     Closed {
         /// The request waited for.
         method: String,
@@ -577,7 +577,7 @@ impl<T: Transport> Client<T> {
                         .filter(|(_, w)| *w)
                         .map(|(id, _)| *id)
                         .collect();
-                    match self.wait_any(&waiting, "server/discover", left)? {
+                    match self.wait_any(&waiting, "server/discover or initialize", left)? {
                         None => {
                             return Err(ClientError::Timeout {
                                 method: "server/discover or initialize".into(),

@@ -221,8 +221,16 @@ pub fn setup(force: bool, progress: &mut dyn FnMut(&str)) -> Result<Image, Runne
     tool(Command::new("apt-get").current_dir(&dl).arg("download").arg("-q").args(&specs), "apt-get download")?;
     let mut deb_files = Vec::new();
     for d in &debs {
-        let fname = d.filename.rsplit('/').next().unwrap_or("").to_owned();
-        let path = dl.join(&fname);
+        // apt-get download names files NAME_VERSION_ARCH.deb with the epoch's
+        // colon escaped; match on the package name.
+        let prefix = format!("{}_", d.name);
+        let path = fs::read_dir(&dl)
+            .map_err(|e| RunnerError::io("listing downloads", e))?
+            .filter_map(Result::ok)
+            .map(|e| e.path())
+            .find(|p| p.file_name().and_then(|s| s.to_str()).is_some_and(|f| f.starts_with(&prefix) && f.ends_with(".deb")))
+            .ok_or_else(|| RunnerError::Setup(format!("apt-get download did not produce {}", d.filename)))?;
+        let fname = d.filename.clone();
         let got = sha256_file(&path)?;
         if got != d.sha256 {
             return Err(RunnerError::Setup(format!("{fname}: sha256 {got} differs from apt's {}", d.sha256)));

@@ -337,7 +337,9 @@ fn run_stdio(cmd: Command, opts: &FetchOptions, prov: &mut capture::Provenance, 
     // Closing stdin asks the server (and so the guest) to end.
     drop(client.into_transport());
     let fired = watchdog.stop();
-    run.finish(Duration::from_secs(3));
+    // After a clean session, give the server (or guest) a moment to exit on
+    // its own; after a failure, kill it at once.
+    run.finish(if result.is_ok() { Duration::from_secs(2) } else { Duration::from_millis(200) });
     prov.stderr_tail = run.stderr.text();
     prov.wall_s = Some(t0.elapsed().as_secs_f64());
     if let Some(at) = run.stderr.seen("mcplint-guest: start") {
