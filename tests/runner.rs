@@ -306,3 +306,162 @@ fn plain_http_only_to_loopback() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("loopback"));
 }
+
+// ---------------------------------------------------------------------------
+// In the microVM. These need the guest image (`mcplint runner setup`, which
+// scripts/test.sh runs). Without it they fail, unless MCPLINT_SKIP_VM_TESTS=1
+// says to skip them (for machines that cannot build it); CI builds it.
+// They run one after another inside a single test, so that at most one VM
+// runs at a time on these 2-core machines.
+
+fn vm_tests_enabled() -> bool {
+    if std::env::var_os("MCPLINT_SKIP_VM_TESTS").is_some_and(|v| v == "1") {
+        eprintln!("MCPLINT_SKIP_VM_TESTS=1: skipping the microVM tests");
+        return false;
+    }
+    let st = Command::new(bin()).args(["runner", "status"]).output().expect("run");
+    assert!(
+        st.status.success(),
+        "no guest image: run `mcplint runner setup` (scripts/test.sh does), or set MCPLINT_SKIP_VM_TESTS=1"
+    );
+    true
+}
+
+/// Runs a fetch with its own TMPDIR, and checks that it left nothing behind:
+/// no temporary files and no QEMU or bubblewrap process using them.
+fn vm_fetch(args: &[&str]) -> Run {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let out_dir = tempfile::tempdir().expect("tempdir");
+    let out_path = out_dir.path().join("capture.json");
+    let (before, after) = match args.iter().position(|a| *a == "--") {
+        Some(i) => (&args[..i], &args[i..]),
+        None => (args, &[][..]),
+    };
+    let t0 = Instant::now();
+    let out = Command::new(bin())
+        .arg("fetch")
+        .args(before)
+        .arg("-o")
+        .arg(&out_path)
+        .args(after)
+        .env("TMPDIR", tmp.path())
+        .stdin(Stdio::null())
+        .output()
+        .expect("run mcplint");
+    let secs = t0.elapsed().as_secs_f64();
+    let left: Vec<_> = std::fs::read_dir(tmp.path()).expect("list").filter_map(Result::ok).map(|e| e.path()).collect();
+    assert!(left.is_empty(), "temporary files left behind: {left:?}");
+    let tmp_s = tmp.path().to_string_lossy().into_owned();
+    let running: Vec<String> = std::fs::read_dir("/proc")
+        .expect("proc")
+        .filter_map(Result::ok)
+        .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
+        .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
+        .filter(|c| c.contains(&tmp_s))
+        .collect();
+    assert!(running.is_empty(), "processes left running: {running:?}");
+    let capture = std::fs::read(&out_path).ok().map(|b| serde_json::from_slice(&b).expect("capture is JSON"));
+    Run { out, secs, capture }
+}
+
+fn fingerprint_of(path: &Path) -> String {
+    let out = Command::new(bin()).arg("fingerprint").arg(path).output().expect("fingerprint");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).split_whitespace().next().unwrap_or("").to_owned()
+}
+
+#[test]
+fn microvm_hostile_battery_and_real_servers() {
+    if !vm_tests_enabled() {
+        return;
+    }
+    let hostile = fixture("hostile");
+    let src = format!("file:{}", hostile.display());
+
+    // 1. The spy: reads, writes, lists home, connects out.
+    let home = PathBuf::from(std::env::var("HOME").expect("HOME"));
+    let canary = home.join(format!(".mcplint-canary-{}", std::process::id()));
+    let secret = format!("canary-{}-{:?}", std::process::id(), Instant::now());
+    std::fs::write(&canary, &secret).expect("write canary");
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    listener.set_nonblocking(true).expect("nonblocking");
+    let port = listener.local_addr().expect("addr").port().to_string();
+    let canary_s = canary.to_string_lossy().into_owned();
+    let r = vm_fetch(&[&src, "--timeout", "120", "--", "spy", &canary_s, &port]);
+    let accepted = listener.accept().is_ok();
+    let after = std::fs::read_to_string(&canary).unwrap_or_default();
+    let _ = std::fs::remove_file(&canary);
+    assert_eq!(r.code(), 0, "{}", r.stderr());
+    assert_eq!(after, secret, "the canary changed");
+    assert!(!accepted, "the guest reached the host's loopback");
+    let c = r.cap();
+    let report: Value = serde_json::from_str(c["tools"][0]["description"].as_str().unwrap_or("{}")).expect("spy report");
+    assert_eq!(report["read"], "ENOENT", "{report}");
+    // (A write lands in the guest's own throwaway /root, if anywhere.)
+    for k in ["loopback", "gateway", "metadata"] {
+        assert_ne!(report[k], "CONNECTED", "{k}: {report}");
+    }
+    assert_eq!(report["interfaces"], "lo", "{report}");
+    assert!(!report["env"].as_str().unwrap_or("").contains("CARGO"), "host environment leaked: {report}");
+    let cap = &c["capture"];
+    assert_eq!(cap["sandbox"]["boundary"], "microvm");
+    assert_eq!(cap["sandbox"]["backend"], "qemu-microvm");
+    assert!(["tcg", "kvm"].contains(&cap["sandbox"]["accelerator"].as_str().unwrap_or("")));
+    assert!(cap["sandbox"]["guest_image"].as_str().unwrap_or("").starts_with("sha256:"));
+    assert!(cap["timings"]["boot_s"].as_f64().is_some(), "{cap}");
+    assert!(cap["integrity"].as_str().unwrap_or("").starts_with("sha256:"));
+    assert_eq!(cap["resolved_version"], "1.0.0");
+    // ANSI and invisible characters are kept in the file, never on screen.
+    assert!(c["tools"][1]["description"].as_str().unwrap_or("").contains('\u{1b}'));
+    assert!(!r.stderr().contains('\u{1b}'));
+    eprintln!("spy: {:.1} s", r.secs);
+
+    // 2. Fork bomb after initialize: the request timeout ends it.
+    let r = vm_fetch(&[&src, "--request-timeout", "10", "--timeout", "120", "--", "forkbomb"]);
+    assert_eq!(r.code(), 2, "{}", r.stderr());
+    assert!(r.stderr().contains("did not answer tools/list") || r.stderr().contains("closed its output"), "{}", r.stderr());
+    eprintln!("forkbomb: {:.1} s", r.secs);
+
+    // 3. Memory bomb: the guest's memory is capped; the server dies or times out.
+    let r = vm_fetch(&[&src, "--memory", "384", "--request-timeout", "30", "--timeout", "120", "--", "membomb"]);
+    assert_eq!(r.code(), 2, "{}", r.stderr());
+    eprintln!("membomb: {:.1} s: {}", r.secs, r.stderr().lines().next().unwrap_or(""));
+
+    // 4. Stdout flood: the byte cap stops it.
+    let r = vm_fetch(&[&src, "--max-bytes", "5000000", "--timeout", "120", "--", "flood"]);
+    assert_eq!(r.code(), 2, "{}", r.stderr());
+    assert!(r.stderr().contains("more than 5000000 bytes") || r.stderr().contains("longer than"), "{}", r.stderr());
+    eprintln!("flood: {:.1} s", r.secs);
+
+    // 5. Never answers: the wall clock ends it.
+    let r = vm_fetch(&[&src, "--timeout", "25", "--", "silent"]);
+    assert_eq!(r.code(), 2, "{}", r.stderr());
+    assert!(r.stderr().contains("wall-clock") || r.stderr().contains("did not answer"), "{}", r.stderr());
+    assert!(r.secs < 40.0, "took {:.1} s", r.secs);
+
+    // 6. Real servers from the shared benign captures: same fingerprints.
+    let benign = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/datasets/benign");
+    let real: [(&str, &str, &[&str]); 2] = [
+        ("npm:@eslint/mcp@0.3.13", "eslint__mcp@0.3.13.json", &[]),
+        (
+            "npm:@modelcontextprotocol/server-google-maps@0.6.2",
+            "modelcontextprotocol__server-google-maps@0.6.2.json",
+            &["--env", "GOOGLE_MAPS_API_KEY=dummy-not-a-real-credential"],
+        ),
+    ];
+    for (source, file, extra) in real {
+        let reference = benign.join(file);
+        if !reference.is_file() {
+            panic!("{} is missing (shared/ is expected beside the repository)", reference.display());
+        }
+        let mut args = vec![source, "--timeout", "240"];
+        args.extend_from_slice(extra);
+        let r = vm_fetch(&args);
+        assert_eq!(r.code(), 0, "{source}: {}", r.stderr());
+        let dir = tempfile::tempdir().expect("tempdir");
+        let got = dir.path().join("got.json");
+        std::fs::write(&got, serde_json::to_vec(r.cap()).expect("json")).expect("write");
+        assert_eq!(fingerprint_of(&got), fingerprint_of(&reference), "{source}: fingerprint differs from the shared capture");
+        eprintln!("{source}: {:.1} s", r.secs);
+    }
+}

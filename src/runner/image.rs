@@ -41,7 +41,7 @@ const RUNTIME_PKGS: &[&str] = &[
     "libkeyutils1", "media-types", "ca-certificates",
 ];
 /// Kernel modules the guest loads, in dependency order.
-const MODULES: &[&str] = &["virtio", "virtio_ring", "virtio_mmio", "virtio_blk", "virtio_console", "virtio-rng"];
+const MODULES: &[&str] = &["virtio_ring", "virtio", "virtio_mmio", "virtio_blk", "virtio_console", "virtio-rng"];
 
 /// A built image.
 #[derive(Debug, Clone)]
@@ -188,6 +188,7 @@ pub fn setup(force: bool, progress: &mut dyn FnMut(&str)) -> Result<Image, Runne
     h.update(RECIPE.as_bytes());
     h.update(INIT.as_bytes());
     h.update(NODE_WHEEL.as_bytes());
+    h.update(MODULES.join(",").as_bytes());
     for d in &debs {
         h.update(format!("\n{} {} {}", d.name, d.version, d.sha256).as_bytes());
     }
@@ -357,6 +358,15 @@ pub fn setup(force: bool, progress: &mut dyn FnMut(&str)) -> Result<Image, Runne
     fs::rename(&out, &dir).map_err(|e| RunnerError::io("installing the image", e))?;
     super::process::unregister_dir(b);
     write_current(&root, &name)?;
+    // Older images are unreachable now (the pointer moved): reclaim the space.
+    if let Ok(rd) = fs::read_dir(&root) {
+        for e in rd.filter_map(Result::ok) {
+            let f = e.file_name().to_string_lossy().into_owned();
+            if f.starts_with("image-") && f != name {
+                let _ = fs::remove_dir_all(e.path());
+            }
+        }
+    }
     progress(&format!("guest image built: {} (inputs sha256:{})", dir.display(), hash));
     load(&dir).ok_or_else(|| RunnerError::Setup("the image just built is incomplete".into()))
 }
