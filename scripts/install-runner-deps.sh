@@ -1,31 +1,43 @@
 #!/usr/bin/env bash
-# Installs what `mcplint runner setup` and `mcplint fetch` need on Debian 12 (idempotent).
+# Installs what `mcplint runner setup` and `mcplint fetch` need on Debian 12. Idempotent: does
+# nothing when everything is present.
 #
-# QEMU comes from bookworm-backports: the plain bookworm qemu-system-x86 (7.2) conflicts with the
+# QEMU comes from bookworm-backports: the plain bookworm qemu-system-x86 (7.2) conflicts with a
 # preinstalled qemu-utils 10.x (`Breaks: qemu-system-common (< 1:8.0)`), so apt would remove it.
+# The guest's kernel, busybox and libraries are NOT installed here: `mcplint runner setup` downloads
+# them with `apt-get download` and unpacks them into its cache.
 set -euo pipefail
 need=()
-command -v qemu-system-x86_64 >/dev/null || need+=(qemu)
-command -v mkfs.ext4 >/dev/null || need+=(e2fsprogs)
-[ -x /bin/busybox ] && /bin/busybox --help 2>&1 | head -1 | grep -q static 2>/dev/null || dpkg -s busybox-static >/dev/null 2>&1 || need+=(busybox-static)
-command -v bwrap >/dev/null || need+=(bubblewrap)
-command -v cpio >/dev/null || need+=(cpio)
-command -v lz4 >/dev/null || need+=(lz4)
-command -v xz >/dev/null || need+=(xz-utils)
-command -v zstd >/dev/null || need+=(zstd)
-[ ${#need[@]} -eq 0 ] && exit 0
+have() { command -v "$1" >/dev/null 2>&1; }
+have qemu-system-x86_64 || need+=(qemu)
+have mkfs.ext4 || need+=(e2fsprogs)
+have bwrap || need+=(bubblewrap)
+have cpio || need+=(cpio)
+have lz4 || need+=(lz4)
+have xz || need+=(xz-utils)
+have zstd || need+=(zstd)
+have dpkg-deb || need+=(dpkg)
+have npm || need+=(npm)
+have python3 || need+=(python3)
+python3 -m pip --version >/dev/null 2>&1 || need+=(python3-pip)
+dpkg -s busybox-static >/dev/null 2>&1 || need+=(busybox-static)
+if [ ${#need[@]} -eq 0 ]; then
+  # apt-get download (used by runner setup) needs package lists.
+  [ -n "$(ls -A /var/lib/apt/lists 2>/dev/null | grep -v -e lock -e partial)" ] || apt-get update -qq
+  exit 0
+fi
 SUDO=""
 [ "$(id -u)" -eq 0 ] || SUDO=sudo
-if [[ " ${need[*]} " == *" qemu "* ]]; then
-  src=/etc/apt/sources.list.d/bookworm-backports.sources
-  if ! grep -rqs bookworm-backports /etc/apt/sources.list /etc/apt/sources.list.d/; then
-    printf 'Types: deb\nURIs: http://deb.debian.org/debian\nSuites: bookworm-backports\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' | $SUDO tee "$src" >/dev/null
-  fi
+if [[ " ${need[*]} " == *" qemu "* ]] && ! grep -rqs bookworm-backports /etc/apt/sources.list /etc/apt/sources.list.d/; then
+  printf 'Types: deb\nURIs: http://deb.debian.org/debian\nSuites: bookworm-backports\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' |
+    $SUDO tee /etc/apt/sources.list.d/bookworm-backports.sources >/dev/null
 fi
 $SUDO apt-get update -qq
 pkgs=()
 for p in "${need[@]}"; do [ "$p" != qemu ] && pkgs+=("$p"); done
-[ ${#pkgs[@]} -gt 0 ] && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${pkgs[@]}"
+if [ ${#pkgs[@]} -gt 0 ]; then
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${pkgs[@]}"
+fi
 if [[ " ${need[*]} " == *" qemu "* ]]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends -t bookworm-backports qemu-system-x86
 fi
