@@ -14,7 +14,9 @@ fn bin() -> &'static str {
 }
 
 fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/servers").join(name)
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/servers")
+        .join(name)
 }
 
 struct Run {
@@ -31,7 +33,9 @@ impl Run {
         self.out.status.code().unwrap_or(-1)
     }
     fn cap(&self) -> &Value {
-        self.capture.as_ref().unwrap_or_else(|| panic!("no capture; stderr:\n{}", self.stderr()))
+        self.capture
+            .as_ref()
+            .unwrap_or_else(|| panic!("no capture; stderr:\n{}", self.stderr()))
     }
 }
 
@@ -54,7 +58,9 @@ fn fetch(args: &[&str]) -> Run {
         .output()
         .expect("run mcplint");
     let secs = t0.elapsed().as_secs_f64();
-    let capture = std::fs::read(&out_path).ok().map(|b| serde_json::from_slice(&b).expect("capture is JSON"));
+    let capture = std::fs::read(&out_path)
+        .ok()
+        .map(|b| serde_json::from_slice(&b).expect("capture is JSON"));
     Run { out, secs, capture }
 }
 
@@ -75,7 +81,11 @@ fn fake(mode: &str, extra: &[&str]) -> Run {
 fn names(v: &Value, key: &str) -> Vec<String> {
     v[key]
         .as_array()
-        .map(|a| a.iter().map(|t| t["name"].as_str().unwrap_or("").to_owned()).collect())
+        .map(|a| {
+            a.iter()
+                .map(|t| t["name"].as_str().unwrap_or("").to_owned())
+                .collect()
+        })
         .unwrap_or_default()
 }
 
@@ -89,7 +99,17 @@ fn legacy_server_with_pagination_keeps_every_field() {
     assert_eq!(c["tools"][0]["x-vendor"]["kept"], Value::Bool(true));
     assert_eq!(c["tools"][1]["execution"]["taskSupport"], "optional");
     let keys: Vec<&String> = c["tools"][1].as_object().expect("object").keys().collect();
-    assert_eq!(keys, ["name", "title", "description", "inputSchema", "annotations", "execution"]);
+    assert_eq!(
+        keys,
+        [
+            "name",
+            "title",
+            "description",
+            "inputSchema",
+            "annotations",
+            "execution"
+        ]
+    );
     assert_eq!(names(c, "prompts").len(), 5);
     assert_eq!(c["resources"].as_array().map(Vec::len), Some(0));
     assert_eq!(c["resourceTemplates"].as_array().map(Vec::len), Some(1));
@@ -102,7 +122,11 @@ fn legacy_server_with_pagination_keeps_every_field() {
     assert_eq!(cap["timings"]["tools/list_pages"], 2);
     assert_eq!(cap["timings"]["prompts/list_pages"], 3);
     assert_eq!(cap["skipped_lists"][0]["method"], "resources/list");
-    assert!(r.stderr().contains("WARNING: --no-sandbox"), "{}", r.stderr());
+    assert!(
+        r.stderr().contains("WARNING: --no-sandbox"),
+        "{}",
+        r.stderr()
+    );
 }
 
 #[test]
@@ -118,9 +142,21 @@ fn capture_loads_with_the_existing_loaders() {
         .arg("legacy")
         .output()
         .expect("run");
-    assert!(st.status.success(), "{}", String::from_utf8_lossy(&st.stderr));
-    let out = Command::new(bin()).args(["inspect", "--format", "json"]).arg(&path).output().expect("inspect");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        st.status.success(),
+        "{}",
+        String::from_utf8_lossy(&st.stderr)
+    );
+    let out = Command::new(bin())
+        .args(["inspect", "--format", "json"])
+        .arg(&path)
+        .output()
+        .expect("inspect");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let v: Value = serde_json::from_slice(&out.stdout).expect("json");
     assert_eq!(v["inputs"][0]["kind"], "capture");
     assert_eq!(v["inputs"][0]["servers"][0]["counts"]["tools"], 3);
@@ -143,7 +179,8 @@ fn modern_server_is_detected_by_discover() {
         .as_array()
         .expect("array")
         .iter()
-        .any(|s| s["method"] == "resources/list" && s["reason"].as_str().unwrap_or("").contains("not declared")));
+        .any(|s| s["method"] == "resources/list"
+            && s["reason"].as_str().unwrap_or("").contains("not declared")));
 }
 
 #[test]
@@ -159,7 +196,10 @@ fn server_ping_is_answered() {
     // The fake withholds tools/list until its ping is answered.
     let r = fake("ping", &[]);
     assert_eq!(r.code(), 0, "{}", r.stderr());
-    let msgs = r.cap()["capture"]["server_messages"].as_array().cloned().unwrap_or_default();
+    let msgs = r.cap()["capture"]["server_messages"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
     assert!(msgs.iter().any(|m| m["method"] == "ping"));
     assert_eq!(names(r.cap(), "tools").len(), 3);
 }
@@ -170,7 +210,12 @@ fn log_lines_on_stdout_are_recorded_not_fatal() {
     assert_eq!(r.code(), 0, "{}", r.stderr());
     let noise = &r.cap()["capture"]["stdout_noise"];
     assert_eq!(noise[0], "Server starting on stdio...");
-    assert!(r.cap()["capture"]["stdout_noise_count"].as_u64().unwrap_or(0) >= 3);
+    assert!(
+        r.cap()["capture"]["stdout_noise_count"]
+            .as_u64()
+            .unwrap_or(0)
+            >= 3
+    );
     assert_eq!(names(r.cap(), "tools").len(), 3);
 }
 
@@ -187,7 +232,12 @@ fn garbage_answers_end_in_a_timeout() {
 fn server_that_never_answers_times_out() {
     let r = fake("silent", &["--handshake-timeout", "2"]);
     assert_eq!(r.code(), 2);
-    assert!(r.stderr().contains("did not answer server/discover or initialize within 2.0 s"), "{}", r.stderr());
+    assert!(
+        r.stderr()
+            .contains("did not answer server/discover or initialize within 2.0 s"),
+        "{}",
+        r.stderr()
+    );
     assert!(r.secs < 6.0, "took {:.1} s", r.secs);
 }
 
@@ -195,7 +245,12 @@ fn server_that_never_answers_times_out() {
 fn hang_after_initialize_times_out_on_tools_list() {
     let r = fake("hang_after_init", &["--request-timeout", "2"]);
     assert_eq!(r.code(), 2);
-    assert!(r.stderr().contains("did not answer tools/list within 2.0 s"), "{}", r.stderr());
+    assert!(
+        r.stderr()
+            .contains("did not answer tools/list within 2.0 s"),
+        "{}",
+        r.stderr()
+    );
     assert!(r.secs < 7.0, "took {:.1} s", r.secs);
 }
 
@@ -211,7 +266,11 @@ fn wall_clock_limit_kills_the_server() {
 fn stdout_flood_hits_the_byte_cap() {
     let r = fake("flood", &["--max-bytes", "3000000"]);
     assert_eq!(r.code(), 2);
-    assert!(r.stderr().contains("more than 3000000 bytes"), "{}", r.stderr());
+    assert!(
+        r.stderr().contains("more than 3000000 bytes"),
+        "{}",
+        r.stderr()
+    );
     assert!(r.secs < 8.0, "took {:.1} s", r.secs);
 }
 
@@ -230,7 +289,10 @@ fn hostile_text_is_kept_in_the_file_and_escaped_on_screen() {
     assert_eq!(r.code(), 0, "{}", r.stderr());
     let c = r.cap();
     let desc = c["tools"][0]["description"].as_str().unwrap_or("");
-    assert!(desc.contains('\u{1b}') && desc.contains('\u{202e}'), "kept verbatim: {desc:?}");
+    assert!(
+        desc.contains('\u{1b}') && desc.contains('\u{202e}'),
+        "kept verbatim: {desc:?}"
+    );
     assert_eq!(c["tools"][0]["name"], "evil\u{200b}tool");
     // The summary line on stderr never carries the raw characters.
     assert!(!r.stderr().contains('\u{1b}'));
@@ -248,11 +310,23 @@ fn command_needs_no_sandbox() {
 
 #[test]
 fn unpinned_sources_are_refused() {
-    for src in ["npm:left-pad", "npm:left-pad@latest", "npm:left-pad@^1.3.0", "pypi:mcp-server-time", "pypi:x>=1"] {
-        let out = Command::new(bin()).args(["fetch", src]).output().expect("run");
+    for src in [
+        "npm:left-pad",
+        "npm:left-pad@latest",
+        "npm:left-pad@^1.3.0",
+        "pypi:mcp-server-time",
+        "pypi:x>=1",
+    ] {
+        let out = Command::new(bin())
+            .args(["fetch", src])
+            .output()
+            .expect("run");
         assert_eq!(out.status.code(), Some(2), "{src}");
         let e = String::from_utf8_lossy(&out.stderr);
-        assert!(e.contains("exact version") || e.contains("not a valid") || e.contains("not supported"), "{src}: {e}");
+        assert!(
+            e.contains("exact version") || e.contains("not a valid") || e.contains("not supported"),
+            "{src}: {e}"
+        );
     }
 }
 
@@ -268,7 +342,9 @@ fn http_server(mode: &str) -> (std::process::Child, u16) {
         .expect("start fake http server");
     let mut line = String::new();
     let stdout = child.stdout.take().expect("stdout");
-    std::io::BufReader::new(stdout).read_line(&mut line).expect("port");
+    std::io::BufReader::new(stdout)
+        .read_line(&mut line)
+        .expect("port");
     (child, line.trim().parse().expect("a port number"))
 }
 
@@ -277,7 +353,13 @@ fn remote_streamable_http_json_and_sse() {
     for mode in ["json", "sse"] {
         let (mut child, port) = http_server(mode);
         let url = format!("http://127.0.0.1:{port}/mcp");
-        let r = fetch(&[&url, "--header", "Authorization: Bearer test-token", "--handshake-timeout", "5"]);
+        let r = fetch(&[
+            &url,
+            "--header",
+            "Authorization: Bearer test-token",
+            "--handshake-timeout",
+            "5",
+        ]);
         let _ = child.kill();
         let _ = child.wait();
         assert_eq!(r.code(), 0, "{mode}: {}", r.stderr());
@@ -302,7 +384,10 @@ fn remote_without_credentials_fails_clearly() {
 
 #[test]
 fn plain_http_only_to_loopback() {
-    let out = Command::new(bin()).args(["fetch", "http://example.invalid/mcp"]).output().expect("run");
+    let out = Command::new(bin())
+        .args(["fetch", "http://example.invalid/mcp"])
+        .output()
+        .expect("run");
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("loopback"));
 }
@@ -319,7 +404,10 @@ fn vm_tests_enabled() -> bool {
         eprintln!("MCPLINT_SKIP_VM_TESTS=1: skipping the microVM tests");
         return false;
     }
-    let st = Command::new(bin()).args(["runner", "status"]).output().expect("run");
+    let st = Command::new(bin())
+        .args(["runner", "status"])
+        .output()
+        .expect("run");
     assert!(
         st.status.success(),
         "no guest image: run `mcplint runner setup` (scripts/test.sh does), or set MCPLINT_SKIP_VM_TESTS=1"
@@ -349,7 +437,11 @@ fn vm_fetch(args: &[&str]) -> Run {
         .output()
         .expect("run mcplint");
     let secs = t0.elapsed().as_secs_f64();
-    let left: Vec<_> = std::fs::read_dir(tmp.path()).expect("list").filter_map(Result::ok).map(|e| e.path()).collect();
+    let left: Vec<_> = std::fs::read_dir(tmp.path())
+        .expect("list")
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .collect();
     assert!(left.is_empty(), "temporary files left behind: {left:?}");
     let tmp_s = tmp.path().to_string_lossy().into_owned();
     let running: Vec<String> = std::fs::read_dir("/proc")
@@ -360,14 +452,28 @@ fn vm_fetch(args: &[&str]) -> Run {
         .filter(|c| c.contains(&tmp_s))
         .collect();
     assert!(running.is_empty(), "processes left running: {running:?}");
-    let capture = std::fs::read(&out_path).ok().map(|b| serde_json::from_slice(&b).expect("capture is JSON"));
+    let capture = std::fs::read(&out_path)
+        .ok()
+        .map(|b| serde_json::from_slice(&b).expect("capture is JSON"));
     Run { out, secs, capture }
 }
 
 fn fingerprint_of(path: &Path) -> String {
-    let out = Command::new(bin()).arg("fingerprint").arg(path).output().expect("fingerprint");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    String::from_utf8_lossy(&out.stdout).split_whitespace().next().unwrap_or("").to_owned()
+    let out = Command::new(bin())
+        .arg("fingerprint")
+        .arg(path)
+        .output()
+        .expect("fingerprint");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .next()
+        .unwrap_or("")
+        .to_owned()
 }
 
 #[test]
@@ -389,13 +495,25 @@ fn microvm_hostile_battery_and_real_servers() {
     let canary_s = canary.to_string_lossy().into_owned();
     let r = vm_fetch(&[&src, "--timeout", "120", "--", "spy", &canary_s, &port]);
     // The same spy under the weaker boundary a person may ask for.
-    let ns = vm_fetch(&["--sandbox", "namespaces", &src, "--timeout", "60", "--", "spy", &canary_s, &port]);
+    let ns = vm_fetch(&[
+        "--sandbox",
+        "namespaces",
+        &src,
+        "--timeout",
+        "60",
+        "--",
+        "spy",
+        &canary_s,
+        &port,
+    ]);
     let accepted = listener.accept().is_ok();
     let after = std::fs::read_to_string(&canary).unwrap_or_default();
     let _ = std::fs::remove_file(&canary);
     assert_eq!(ns.code(), 0, "{}", ns.stderr());
     assert_eq!(ns.cap()["capture"]["sandbox"]["boundary"], "namespaces");
-    let ns_report: Value = serde_json::from_str(ns.cap()["tools"][0]["description"].as_str().unwrap_or("{}")).expect("spy report");
+    let ns_report: Value =
+        serde_json::from_str(ns.cap()["tools"][0]["description"].as_str().unwrap_or("{}"))
+            .expect("spy report");
     assert_eq!(ns_report["read"], "ENOENT", "{ns_report}");
     assert_eq!(ns_report["home"], "", "no host home: {ns_report}");
     for k in ["loopback", "gateway", "metadata"] {
@@ -405,7 +523,8 @@ fn microvm_hostile_battery_and_real_servers() {
     assert_eq!(after, secret, "the canary changed");
     assert!(!accepted, "the guest reached the host's loopback");
     let c = r.cap();
-    let report: Value = serde_json::from_str(c["tools"][0]["description"].as_str().unwrap_or("{}")).expect("spy report");
+    let report: Value = serde_json::from_str(c["tools"][0]["description"].as_str().unwrap_or("{}"))
+        .expect("spy report");
     assert_eq!(report["read"], "ENOENT", "{report}");
     // (A write lands in the guest's own throwaway /root, if anywhere.)
     for k in ["loopback", "gateway", "metadata"] {
@@ -413,43 +532,106 @@ fn microvm_hostile_battery_and_real_servers() {
     }
     // No network device: at most the loopback (which is not even up).
     let ifaces = report["interfaces"].as_str().unwrap_or("?");
-    assert!(ifaces.split(',').all(|i| i.is_empty() || i == "lo"), "{report}");
-    assert!(!report["env"].as_str().unwrap_or("").contains("CARGO"), "host environment leaked: {report}");
+    assert!(
+        ifaces.split(',').all(|i| i.is_empty() || i == "lo"),
+        "{report}"
+    );
+    assert!(
+        !report["env"].as_str().unwrap_or("").contains("CARGO"),
+        "host environment leaked: {report}"
+    );
     let cap = &c["capture"];
     assert_eq!(cap["sandbox"]["boundary"], "microvm");
     assert_eq!(cap["sandbox"]["backend"], "qemu-microvm");
     assert!(["tcg", "kvm"].contains(&cap["sandbox"]["accelerator"].as_str().unwrap_or("")));
-    assert!(cap["sandbox"]["guest_image"].as_str().unwrap_or("").starts_with("sha256:"));
+    assert!(cap["sandbox"]["guest_image"]
+        .as_str()
+        .unwrap_or("")
+        .starts_with("sha256:"));
     assert!(cap["timings"]["boot_s"].as_f64().is_some(), "{cap}");
-    assert!(cap["integrity"].as_str().unwrap_or("").starts_with("sha256:"));
+    assert!(cap["integrity"]
+        .as_str()
+        .unwrap_or("")
+        .starts_with("sha256:"));
     assert_eq!(cap["resolved_version"], "1.0.0");
     // ANSI and invisible characters are kept in the file, never on screen.
-    assert!(c["tools"][1]["description"].as_str().unwrap_or("").contains('\u{1b}'));
+    assert!(c["tools"][1]["description"]
+        .as_str()
+        .unwrap_or("")
+        .contains('\u{1b}'));
     assert!(!r.stderr().contains('\u{1b}'));
     eprintln!("spy: {:.1} s", r.secs);
 
     // 2. Fork bomb after initialize: the request timeout ends it.
-    let r = vm_fetch(&[&src, "--request-timeout", "10", "--timeout", "120", "--", "forkbomb"]);
+    let r = vm_fetch(&[
+        &src,
+        "--request-timeout",
+        "10",
+        "--timeout",
+        "120",
+        "--",
+        "forkbomb",
+    ]);
     assert_eq!(r.code(), 2, "{}", r.stderr());
-    assert!(r.stderr().contains("did not answer tools/list") || r.stderr().contains("closed its output"), "{}", r.stderr());
+    assert!(
+        r.stderr().contains("did not answer tools/list")
+            || r.stderr().contains("closed its output"),
+        "{}",
+        r.stderr()
+    );
     eprintln!("forkbomb: {:.1} s", r.secs);
 
     // 3. Memory bomb: the guest's memory is capped; the server dies or times out.
-    let r = vm_fetch(&[&src, "--memory", "384", "--request-timeout", "30", "--timeout", "120", "--", "membomb"]);
+    let r = vm_fetch(&[
+        &src,
+        "--memory",
+        "384",
+        "--request-timeout",
+        "30",
+        "--timeout",
+        "120",
+        "--",
+        "membomb",
+    ]);
     assert_eq!(r.code(), 2, "{}", r.stderr());
-    assert!(r.stderr().contains("closed its output") || r.stderr().contains("did not answer tools/list"), "{}", r.stderr());
-    eprintln!("membomb: {:.1} s: {}", r.secs, r.stderr().lines().next().unwrap_or(""));
+    assert!(
+        r.stderr().contains("closed its output")
+            || r.stderr().contains("did not answer tools/list"),
+        "{}",
+        r.stderr()
+    );
+    eprintln!(
+        "membomb: {:.1} s: {}",
+        r.secs,
+        r.stderr().lines().next().unwrap_or("")
+    );
 
     // 4. Stdout flood: the byte cap stops it.
-    let r = vm_fetch(&[&src, "--max-bytes", "5000000", "--timeout", "120", "--", "flood"]);
+    let r = vm_fetch(&[
+        &src,
+        "--max-bytes",
+        "5000000",
+        "--timeout",
+        "120",
+        "--",
+        "flood",
+    ]);
     assert_eq!(r.code(), 2, "{}", r.stderr());
-    assert!(r.stderr().contains("more than 5000000 bytes") || r.stderr().contains("longer than"), "{}", r.stderr());
+    assert!(
+        r.stderr().contains("more than 5000000 bytes") || r.stderr().contains("longer than"),
+        "{}",
+        r.stderr()
+    );
     eprintln!("flood: {:.1} s", r.secs);
 
     // 5. Never answers: the wall clock ends it.
     let r = vm_fetch(&[&src, "--timeout", "25", "--", "silent"]);
     assert_eq!(r.code(), 2, "{}", r.stderr());
-    assert!(r.stderr().contains("wall-clock") || r.stderr().contains("did not answer"), "{}", r.stderr());
+    assert!(
+        r.stderr().contains("wall-clock") || r.stderr().contains("did not answer"),
+        "{}",
+        r.stderr()
+    );
     assert!(r.secs < 40.0, "took {:.1} s", r.secs);
 
     // 6. Real servers from the shared benign captures: same fingerprints.
@@ -465,7 +647,10 @@ fn microvm_hostile_battery_and_real_servers() {
     for (source, file, extra) in real {
         let reference = benign.join(file);
         if !reference.is_file() {
-            panic!("{} is missing (shared/ is expected beside the repository)", reference.display());
+            panic!(
+                "{} is missing (shared/ is expected beside the repository)",
+                reference.display()
+            );
         }
         let mut args = vec![source, "--timeout", "240"];
         args.extend_from_slice(extra);
@@ -474,7 +659,11 @@ fn microvm_hostile_battery_and_real_servers() {
         let dir = tempfile::tempdir().expect("tempdir");
         let got = dir.path().join("got.json");
         std::fs::write(&got, serde_json::to_vec(r.cap()).expect("json")).expect("write");
-        assert_eq!(fingerprint_of(&got), fingerprint_of(&reference), "{source}: fingerprint differs from the shared capture");
+        assert_eq!(
+            fingerprint_of(&got),
+            fingerprint_of(&reference),
+            "{source}: fingerprint differs from the shared capture"
+        );
         eprintln!("{source}: {:.1} s", r.secs);
     }
 }

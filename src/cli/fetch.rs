@@ -99,7 +99,11 @@ fn usage(msg: impl Into<String>) -> RunnerError {
 
 /// Runs the command.
 pub fn run(args: &Args) -> Result<i32, RunnerError> {
-    let sandbox = if args.no_sandbox { Sandbox::None } else { args.sandbox };
+    let sandbox = if args.no_sandbox {
+        Sandbox::None
+    } else {
+        args.sandbox
+    };
     if sandbox == Sandbox::None && !args.no_sandbox {
         return Err(usage("--sandbox none is spelled --no-sandbox"));
     }
@@ -119,7 +123,10 @@ pub fn run(args: &Args) -> Result<i32, RunnerError> {
         let s = args.source.clone().unwrap_or_default();
         let src = Source::parse(&s, args.allow_unpinned)?;
         if args.allow_unpinned {
-            notes.push("fetched with --allow-unpinned: the version is whatever resolved at capture time".into());
+            notes.push(
+                "fetched with --allow-unpinned: the version is whatever resolved at capture time"
+                    .into(),
+            );
         }
         if matches!(src, Source::Remote(_)) && !args.rest.is_empty() {
             return Err(usage("a remote server takes no arguments after --"));
@@ -147,7 +154,10 @@ pub fn run(args: &Args) -> Result<i32, RunnerError> {
     let mut headers = Vec::new();
     for h in &args.headers {
         let Some((k, v)) = h.split_once(':') else {
-            return Err(usage(format!("--header {}: expected 'Name: value'", visible(h))));
+            return Err(usage(format!(
+                "--header {}: expected 'Name: value'",
+                visible(h)
+            )));
         };
         headers.push((k.trim().to_owned(), v.trim().to_owned()));
     }
@@ -174,13 +184,20 @@ pub fn run(args: &Args) -> Result<i32, RunnerError> {
         },
         accel: args.accel,
         env,
-        server_args: if args.command { Vec::new() } else { args.rest.clone() },
+        server_args: if args.command {
+            Vec::new()
+        } else {
+            args.rest.clone()
+        },
         headers,
         source_text,
         notes,
     };
     let capture = crate::runner::fetch(&target, &opts)?;
-    let tools = capture.get("tools").and_then(|t| t.as_array()).map_or(0, Vec::len);
+    let tools = capture
+        .get("tools")
+        .and_then(|t| t.as_array())
+        .map_or(0, Vec::len);
     match &args.output {
         Some(path) => {
             crate::runner::capture::write_atomic(path, &capture)
@@ -192,13 +209,17 @@ pub fn run(args: &Args) -> Result<i32, RunnerError> {
                 visible(capture["server"].as_str().unwrap_or("?")),
                 c["sandbox"]["boundary"].as_str().unwrap_or("?"),
                 c["sandbox"]["backend"].as_str().unwrap_or("?"),
-                c["sandbox"]["accelerator"].as_str().map(|a| format!("/{a}")).unwrap_or_default(),
+                c["sandbox"]["accelerator"]
+                    .as_str()
+                    .map(|a| format!("/{a}"))
+                    .unwrap_or_default(),
                 c["timings"]["wall_s"].as_f64().unwrap_or(0.0),
                 path.display()
             );
         }
         None => {
-            let text = serde_json::to_string_pretty(&capture).map_err(|e| RunnerError::io("encoding", std::io::Error::other(e)))?;
+            let text = serde_json::to_string_pretty(&capture)
+                .map_err(|e| RunnerError::io("encoding", std::io::Error::other(e)))?;
             // Hostile text must not reach a terminal raw: escape every
             // non-ASCII character (valid JSON either way).
             if std::io::IsTerminal::is_terminal(&std::io::stdout()) {
@@ -232,6 +253,9 @@ fn ascii_json(s: &str) -> String {
 mod tests {
     #[test]
     fn ascii_escaping() {
-        assert_eq!(super::ascii_json("\"a\u{200b}\u{1F600}\""), "\"a\\u200b\\ud83d\\ude00\"");
+        assert_eq!(
+            super::ascii_json("\"a\u{200b}\u{1F600}\""),
+            "\"a\\u200b\\ud83d\\ude00\""
+        );
     }
 }

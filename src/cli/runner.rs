@@ -38,7 +38,11 @@ pub fn run(args: &Args) -> Result<i32, RunnerError> {
             vm::qemu_binary()?;
             if *probe_kvm {
                 let (accel, why) = vm::choose_accel(&img, vm::AccelChoice::Auto)?;
-                println!("accelerator {}{}", accel.name(), why.map(|w| format!(" ({w})")).unwrap_or_default());
+                println!(
+                    "accelerator {}{}",
+                    accel.name(),
+                    why.map(|w| format!(" ({w})")).unwrap_or_default()
+                );
             }
             Ok(super::EXIT_OK)
         }

@@ -63,14 +63,29 @@ pub fn build(m: &Manifest, p: &Provenance) -> Value {
     root.insert("tools".into(), Value::Array(m.tools.clone()));
     root.insert("prompts".into(), Value::Array(m.prompts.clone()));
     root.insert("resources".into(), Value::Array(m.resources.clone()));
-    root.insert("resourceTemplates".into(), Value::Array(m.resource_templates.clone()));
-    root.insert("serverInfo".into(), m.server_info.clone().unwrap_or(Value::Null));
+    root.insert(
+        "resourceTemplates".into(),
+        Value::Array(m.resource_templates.clone()),
+    );
+    root.insert(
+        "serverInfo".into(),
+        m.server_info.clone().unwrap_or(Value::Null),
+    );
     root.insert(
         "protocolVersion".into(),
-        m.protocol_version.clone().map(Value::String).unwrap_or(Value::Null),
+        m.protocol_version
+            .clone()
+            .map(Value::String)
+            .unwrap_or(Value::Null),
     );
-    root.insert("capabilities".into(), m.capabilities.clone().unwrap_or(Value::Null));
-    root.insert("instructions".into(), m.instructions.clone().unwrap_or(Value::Null));
+    root.insert(
+        "capabilities".into(),
+        m.capabilities.clone().unwrap_or(Value::Null),
+    );
+    root.insert(
+        "instructions".into(),
+        m.instructions.clone().unwrap_or(Value::Null),
+    );
 
     let t = &m.timings;
     let mut timings = Map::new();
@@ -133,7 +148,9 @@ pub fn write_atomic(path: &Path, v: &Value) -> std::io::Result<()> {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
     };
-    let mut tmp = tempfile::Builder::new().prefix(".mcplint-capture").tempfile_in(dir)?;
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".mcplint-capture")
+        .tempfile_in(dir)?;
     let mut text = serde_json::to_vec_pretty(v).map_err(std::io::Error::other)?;
     text.push(b'\n');
     tmp.write_all(&text)?;

@@ -147,7 +147,7 @@ pub enum ClientError {
         /// The error message (made visible).
         message: String,
         /// The whole error object.
-        error: Value,
+        error: Box<Value>,
     },
     /// The server's answer had the wrong shape.
     #[error("{method}: {message}")]
@@ -211,7 +211,12 @@ pub struct LinePipe {
 impl LinePipe {
     /// Wraps a writer (the server's stdin) and a reader (its stdout). The
     /// reader is moved to its own thread.
-    pub fn new(writer: Box<dyn Write + Send>, reader: Box<dyn Read + Send>, max_bytes: u64, max_line: usize) -> Self {
+    pub fn new(
+        writer: Box<dyn Write + Send>,
+        reader: Box<dyn Read + Send>,
+        max_bytes: u64,
+        max_line: usize,
+    ) -> Self {
         // A small bound: the reader blocks (and so does the server) when we
         // are slow, instead of buffering a flood in memory.
         let (tx, rx) = mpsc::sync_channel(64);
@@ -230,7 +235,12 @@ impl LinePipe {
 }
 
 /// The reader thread: splits on `\n`, enforces the caps.
-fn read_lines(reader: Box<dyn Read + Send>, tx: SyncSender<Event>, max_bytes: u64, max_line: usize) {
+fn read_lines(
+    reader: Box<dyn Read + Send>,
+    tx: SyncSender<Event>,
+    max_bytes: u64,
+    max_line: usize,
+) {
     let mut r = BufReader::with_capacity(64 * 1024, reader);
     let mut total: u64 = 0;
     let mut line: Vec<u8> = Vec::new();
@@ -280,7 +290,8 @@ fn read_lines(reader: Box<dyn Read + Send>, tx: SyncSender<Event>, max_bytes: u6
 impl Transport for LinePipe {
     fn send(&mut self, msg: &Value) -> Result<(), ClientError> {
         // serde_json never writes raw newlines inside a value.
-        let mut bytes = serde_json::to_vec(msg).map_err(|e| ClientError::Write(std::io::Error::other(e)))?;
+        let mut bytes =
+            serde_json::to_vec(msg).map_err(|e| ClientError::Write(std::io::Error::other(e)))?;
         bytes.push(b'\n');
         self.writer.write_all(&bytes).map_err(ClientError::Write)?;
         self.writer.flush().map_err(ClientError::Write)
@@ -288,7 +299,9 @@ impl Transport for LinePipe {
 
     fn recv(&mut self, deadline: Instant, method: &str) -> Result<Option<Incoming>, ClientError> {
         if self.finished {
-            return Err(ClientError::Closed { method: method.into() });
+            return Err(ClientError::Closed {
+                method: method.into(),
+            });
         }
         loop {
             let now = Instant::now();
@@ -310,7 +323,9 @@ impl Transport for LinePipe {
                     return Ok(Some(match serde_json::from_str::<Value>(trimmed) {
                         Ok(v @ Value::Object(_)) => Incoming::Message(v),
                         // 2025-03-26 allowed batches; anything else is noise.
-                        Ok(Value::Array(items)) if !items.is_empty() && items.iter().all(Value::is_object) => {
+                        Ok(Value::Array(items))
+                            if !items.is_empty() && items.iter().all(Value::is_object) =>
+                        {
                             Incoming::Batch(items)
                         }
                         _ => Incoming::Noise(text.into_owned()),
@@ -318,15 +333,21 @@ impl Transport for LinePipe {
                 }
                 Event::Eof => {
                     self.finished = true;
-                    return Err(ClientError::Closed { method: method.into() });
+                    return Err(ClientError::Closed {
+                        method: method.into(),
+                    });
                 }
                 Event::TooMuch => {
                     self.finished = true;
-                    return Err(ClientError::TooMuchOutput { limit: self.max_bytes });
+                    return Err(ClientError::TooMuchOutput {
+                        limit: self.max_bytes,
+                    });
                 }
                 Event::LineTooLong => {
                     self.finished = true;
-                    return Err(ClientError::LineTooLong { limit: self.max_line });
+                    return Err(ClientError::LineTooLong {
+                        limit: self.max_line,
+                    });
                 }
                 Event::Error(e) => {
                     self.finished = true;
@@ -457,7 +478,12 @@ impl<T: Transport> Client<T> {
 
     /// Reads until one of `ids` is answered; handles everything else that
     /// arrives meanwhile. Returns the id answered and the reply.
-    fn wait_any(&mut self, ids: &[u64], method: &str, timeout: Duration) -> Result<Option<(u64, Reply)>, ClientError> {
+    fn wait_any(
+        &mut self,
+        ids: &[u64],
+        method: &str,
+        timeout: Duration,
+    ) -> Result<Option<(u64, Reply)>, ClientError> {
         let deadline = Instant::now() + timeout;
         loop {
             let msg = match self.pending.pop_front() {
@@ -527,12 +553,17 @@ impl<T: Transport> Client<T> {
             method: method.into(),
             code,
             message: crate::display::visible_short(message, 300),
-            error: err.clone(),
+            error: Box::new(err.clone()),
         }
     }
 
     /// One request, waiting for its answer.
-    fn request(&mut self, method: &str, params: Value, timeout: Duration) -> Result<Value, ClientError> {
+    fn request(
+        &mut self,
+        method: &str,
+        params: Value,
+        timeout: Duration,
+    ) -> Result<Value, ClientError> {
         let id = self.send_request(method, params)?;
         match self.wait_any(&[id], method, timeout)? {
             None => Err(ClientError::Timeout {
@@ -565,18 +596,20 @@ impl<T: Transport> Client<T> {
                 Ok((Era::Modern, r))
             }
             EraChoice::Auto => {
-                let d = self.send_request("server/discover", json!({"_meta": self.modern_meta()}))?;
+                let d =
+                    self.send_request("server/discover", json!({"_meta": self.modern_meta()}))?;
                 let i = self.send_request("initialize", self.initialize_params())?;
                 let deadline = Instant::now() + timeout;
                 let mut discover_failed: Option<Value> = None;
                 let mut init_result: Option<Result<Value, Value>> = None;
                 loop {
                     let left = deadline.saturating_duration_since(Instant::now());
-                    let waiting: Vec<u64> = [(d, discover_failed.is_none()), (i, init_result.is_none())]
-                        .iter()
-                        .filter(|(_, w)| *w)
-                        .map(|(id, _)| *id)
-                        .collect();
+                    let waiting: Vec<u64> =
+                        [(d, discover_failed.is_none()), (i, init_result.is_none())]
+                            .iter()
+                            .filter(|(_, w)| *w)
+                            .map(|(id, _)| *id)
+                            .collect();
                     match self.wait_any(&waiting, "server/discover or initialize", left)? {
                         None => {
                             return Err(ClientError::Timeout {
@@ -588,12 +621,18 @@ impl<T: Transport> Client<T> {
                         Some((id, Reply::Error(e))) if id == d => {
                             if let Some(v) = self.modern_retry_version(&e) {
                                 self.modern_version = v;
-                                let r = self.request("server/discover", json!({"_meta": self.modern_meta()}), timeout)?;
+                                let r = self.request(
+                                    "server/discover",
+                                    json!({"_meta": self.modern_meta()}),
+                                    timeout,
+                                )?;
                                 return Ok((Era::Modern, r));
                             }
                             discover_failed = Some(e);
                             if let Some(res) = init_result.take() {
-                                return res.map(|r| (Era::Legacy, r)).map_err(|e| Self::rpc_error("initialize", &e));
+                                return res
+                                    .map(|r| (Era::Legacy, r))
+                                    .map_err(|e| Self::rpc_error("initialize", &e));
                             }
                         }
                         Some((_, Reply::Result(r))) => {
@@ -627,17 +666,30 @@ impl<T: Transport> Client<T> {
     }
 
     fn discover(&mut self, timeout: Duration) -> Result<Value, ClientError> {
-        match self.request("server/discover", json!({"_meta": self.modern_meta()}), timeout) {
+        match self.request(
+            "server/discover",
+            json!({"_meta": self.modern_meta()}),
+            timeout,
+        ) {
             Err(ClientError::Rpc { error, .. }) if self.modern_retry_version(&error).is_some() => {
                 self.modern_version = self.modern_retry_version(&error).unwrap_or_default();
-                self.request("server/discover", json!({"_meta": self.modern_meta()}), timeout)
+                self.request(
+                    "server/discover",
+                    json!({"_meta": self.modern_meta()}),
+                    timeout,
+                )
             }
             other => other,
         }
     }
 
     /// One list, following `nextCursor`.
-    fn list_all(&mut self, era: Era, method: &str, key: &str) -> Result<(Vec<Value>, usize), ClientError> {
+    fn list_all(
+        &mut self,
+        era: Era,
+        method: &str,
+        key: &str,
+    ) -> Result<(Vec<Value>, usize), ClientError> {
         let mut items = Vec::new();
         let mut cursor: Option<String> = None;
         let mut seen = std::collections::HashSet::new();
@@ -684,7 +736,10 @@ impl<T: Transport> Client<T> {
                     if !seen.insert(c.clone()) {
                         return Err(ClientError::Protocol {
                             method: method.into(),
-                            message: format!("the server repeated cursor {:?}: it would loop", crate::display::visible_short(c, 60)),
+                            message: format!(
+                                "the server repeated cursor {:?}: it would loop",
+                                crate::display::visible_short(c, 60)
+                            ),
                         });
                     }
                 }
@@ -707,7 +762,9 @@ impl<T: Transport> Client<T> {
                 self.t
                     .send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))?;
                 (
-                    hs.get("protocolVersion").and_then(Value::as_str).map(str::to_owned),
+                    hs.get("protocolVersion")
+                        .and_then(Value::as_str)
+                        .map(str::to_owned),
                     hs.get("serverInfo").cloned(),
                 )
             }
@@ -749,20 +806,35 @@ impl<T: Transport> Client<T> {
             // that hides its tools from a client that checks is worth seeing.
             ("tools/list", "tools", "tools", true),
             ("prompts/list", "prompts", "prompts", declared("prompts")),
-            ("resources/list", "resources", "resources", declared("resources")),
-            ("resources/templates/list", "resourceTemplates", "resources", declared("resources")),
+            (
+                "resources/list",
+                "resources",
+                "resources",
+                declared("resources"),
+            ),
+            (
+                "resources/templates/list",
+                "resourceTemplates",
+                "resources",
+                declared("resources"),
+            ),
         ];
         let mut lists: Vec<Vec<Value>> = Vec::new();
         for (method, key, cap, ask) in plan {
             if !ask {
-                skipped.push((method.to_owned(), format!("capability `{cap}` not declared")));
+                skipped.push((
+                    method.to_owned(),
+                    format!("capability `{cap}` not declared"),
+                ));
                 lists.push(Vec::new());
                 continue;
             }
             let t0 = Instant::now();
             match self.list_all(era, method, key) {
                 Ok((items, pages)) => {
-                    timings.lists.push((method.to_owned(), t0.elapsed().as_secs_f64(), pages));
+                    timings
+                        .lists
+                        .push((method.to_owned(), t0.elapsed().as_secs_f64(), pages));
                     lists.push(items);
                 }
                 // Method not found: the server has none.

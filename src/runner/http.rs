@@ -59,7 +59,9 @@ impl HttpTransport {
             .read_to_end(&mut v)
             .map_err(|e| ClientError::Read(e.to_string()))?;
         if v.len() as u64 > limit {
-            return Err(ClientError::TooMuchOutput { limit: self.max_bytes });
+            return Err(ClientError::TooMuchOutput {
+                limit: self.max_bytes,
+            });
         }
         self.read += v.len() as u64;
         Ok(v)
@@ -70,7 +72,10 @@ impl HttpTransport {
             Value::Object(_) => {
                 // Learn the negotiated version from an initialize result.
                 if let Some(r) = v.get("result") {
-                    if let (Some(pv), Some(_)) = (r.get("protocolVersion").and_then(Value::as_str), r.get("serverInfo")) {
+                    if let (Some(pv), Some(_)) = (
+                        r.get("protocolVersion").and_then(Value::as_str),
+                        r.get("serverInfo"),
+                    ) {
                         self.protocol = Some(pv.to_owned());
                     }
                 }
@@ -84,9 +89,14 @@ impl HttpTransport {
 
 impl Transport for HttpTransport {
     fn send(&mut self, msg: &Value) -> Result<(), ClientError> {
-        let method = msg.get("method").and_then(Value::as_str).unwrap_or("").to_owned();
+        let method = msg
+            .get("method")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_owned();
         let id = msg.get("id").cloned();
-        let body = serde_json::to_vec(msg).map_err(|e| ClientError::Write(std::io::Error::other(e)))?;
+        let body =
+            serde_json::to_vec(msg).map_err(|e| ClientError::Write(std::io::Error::other(e)))?;
         let mut req = self
             .agent
             .post(&self.url)
@@ -99,7 +109,9 @@ impl Transport for HttpTransport {
             .and_then(Value::as_str)
             .map(str::to_owned);
         if let Some(v) = &modern {
-            req = req.header("MCP-Protocol-Version", v).header("Mcp-Method", &method);
+            req = req
+                .header("MCP-Protocol-Version", v)
+                .header("Mcp-Method", &method);
         } else if let Some(v) = &self.protocol {
             req = req.header("MCP-Protocol-Version", v);
         }
@@ -114,7 +126,11 @@ impl Transport for HttpTransport {
             Err(e) => return Err(ClientError::Write(std::io::Error::other(e.to_string()))),
         };
         let status = resp.status().as_u16();
-        if let Some(s) = resp.headers().get("mcp-session-id").and_then(|v| v.to_str().ok()) {
+        if let Some(s) = resp
+            .headers()
+            .get("mcp-session-id")
+            .and_then(|v| v.to_str().ok())
+        {
             if s.bytes().all(|b| (0x21..=0x7e).contains(&b)) {
                 self.session = Some(s.to_owned());
             }
@@ -154,14 +170,17 @@ impl Transport for HttpTransport {
             let mut line = String::new();
             loop {
                 line.clear();
-                let n = r.read_line(&mut line).map_err(|e| ClientError::Read(e.to_string()))?;
+                let n = r
+                    .read_line(&mut line)
+                    .map_err(|e| ClientError::Read(e.to_string()))?;
                 self.read += n as u64;
                 if n == 0 || line.trim_end_matches(['\r', '\n']).is_empty() {
                     if !data.is_empty() {
                         let got = std::mem::take(&mut data);
                         match serde_json::from_str::<Value>(&got) {
                             Ok(v) => {
-                                let answers = v.get("id") == id.as_ref() && v.get("method").is_none();
+                                let answers =
+                                    v.get("id") == id.as_ref() && v.get("method").is_none();
                                 self.queue_value(v);
                                 if answers {
                                     return Ok(());
@@ -172,7 +191,9 @@ impl Transport for HttpTransport {
                     }
                     if n == 0 {
                         if self.read >= self.max_bytes {
-                            return Err(ClientError::TooMuchOutput { limit: self.max_bytes });
+                            return Err(ClientError::TooMuchOutput {
+                                limit: self.max_bytes,
+                            });
                         }
                         return Ok(());
                     }
@@ -200,7 +221,9 @@ impl Transport for HttpTransport {
         }
         match serde_json::from_slice::<Value>(&bytes) {
             Ok(v) => self.queue_value(v),
-            Err(_) => self.queue.push_back(Incoming::Noise(String::from_utf8_lossy(&bytes).into_owned())),
+            Err(_) => self.queue.push_back(Incoming::Noise(
+                String::from_utf8_lossy(&bytes).into_owned(),
+            )),
         }
         Ok(())
     }
@@ -212,10 +235,18 @@ impl Transport for HttpTransport {
 }
 
 /// Fetches a remote server's manifest.
-pub fn fetch(url: &str, headers: &[(String, String)], opts: &ClientOptions) -> Result<Manifest, RunnerError> {
+pub fn fetch(
+    url: &str,
+    headers: &[(String, String)],
+    opts: &ClientOptions,
+) -> Result<Manifest, RunnerError> {
     if url.starts_with("http://") {
         let rest = url.trim_start_matches("http://");
-        let host = if rest.starts_with("[::1]") { "[::1]" } else { rest.split(['/', ':']).next().unwrap_or("") };
+        let host = if rest.starts_with("[::1]") {
+            "[::1]"
+        } else {
+            rest.split(['/', ':']).next().unwrap_or("")
+        };
         if !matches!(host, "127.0.0.1" | "localhost" | "[::1]") {
             return Err(RunnerError::Usage(format!(
                 "{url}: plain http is accepted only for loopback servers; use https://"

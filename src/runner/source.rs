@@ -69,8 +69,14 @@ impl Source {
                 Some(i) => (&rest[..i], Some(&rest[i + 2..])),
                 None => (rest, None),
             };
-            if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c)) {
-                return bad(format!("{s:?}: not a valid PyPI project name (pypi:NAME==VERSION)"));
+            if name.is_empty()
+                || !name
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+            {
+                return bad(format!(
+                    "{s:?}: not a valid PyPI project name (pypi:NAME==VERSION)"
+                ));
             }
             let version = version.filter(|v| !v.is_empty());
             if !allow_unpinned && !version.is_some_and(is_exact_pep440) {
@@ -79,8 +85,13 @@ impl Source {
                 ));
             }
             if let Some(v) = version {
-                if !v.chars().all(|c| c.is_ascii_alphanumeric() || ".+!-_*".contains(c)) {
-                    return bad(format!("{s:?}: a version specifier other than == is not supported"));
+                if !v
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || ".+!-_*".contains(c))
+                {
+                    return bad(format!(
+                        "{s:?}: a version specifier other than == is not supported"
+                    ));
                 }
             }
             return Ok(Source::Pypi {
@@ -90,7 +101,10 @@ impl Source {
         }
         if let Some(rest) = s.strip_prefix("file:") {
             if rest.is_empty() {
-                return bad("file: needs a path (file:./server.tgz, file:./pkg-folder, file:./x.whl)".into());
+                return bad(
+                    "file: needs a path (file:./server.tgz, file:./pkg-folder, file:./x.whl)"
+                        .into(),
+                );
             }
             return Ok(Source::File(PathBuf::from(rest)));
         }
@@ -125,15 +139,19 @@ pub fn is_exact_semver(v: &str) -> bool {
     let core = v.split(['-', '+']).next().unwrap_or("");
     let parts: Vec<&str> = core.split('.').collect();
     parts.len() == 3
-        && parts.iter().all(|p| !p.is_empty() && p.chars().all(|c| c.is_ascii_digit()))
-        && v.chars().all(|c| c.is_ascii_alphanumeric() || ".-+".contains(c))
+        && parts
+            .iter()
+            .all(|p| !p.is_empty() && p.chars().all(|c| c.is_ascii_digit()))
+        && v.chars()
+            .all(|c| c.is_ascii_alphanumeric() || ".-+".contains(c))
 }
 
 /// An exact PEP 440 version: digits first, no wildcard.
 pub fn is_exact_pep440(v: &str) -> bool {
     v.starts_with(|c: char| c.is_ascii_digit())
         && !v.contains('*')
-        && v.chars().all(|c| c.is_ascii_alphanumeric() || ".+!-_".contains(c))
+        && v.chars()
+            .all(|c| c.is_ascii_alphanumeric() || ".+!-_".contains(c))
 }
 
 /// How the server starts, once its package is in place.
@@ -191,11 +209,28 @@ fn run_tool(cmd: &mut Command, what: &str) -> Result<std::process::Output, Runne
     let out = cmd
         .stdin(std::process::Stdio::null())
         .output()
-        .map_err(|e| RunnerError::Prepare(format!("{what}: could not run {:?}: {e}", cmd.get_program())))?;
+        .map_err(|e| {
+            RunnerError::Prepare(format!(
+                "{what}: could not run {:?}: {e}",
+                cmd.get_program()
+            ))
+        })?;
     if !out.status.success() {
         let err = String::from_utf8_lossy(&out.stderr);
-        let tail: String = err.lines().rev().take(15).collect::<Vec<_>>().into_iter().rev().collect::<Vec<_>>().join("\n");
-        return Err(RunnerError::Prepare(format!("{what} failed ({}):\n{}", out.status, crate::display::visible(&tail))));
+        let tail: String = err
+            .lines()
+            .rev()
+            .take(15)
+            .collect::<Vec<_>>()
+            .into_iter()
+            .rev()
+            .collect::<Vec<_>>()
+            .join("\n");
+        return Err(RunnerError::Prepare(format!(
+            "{what} failed ({}):\n{}",
+            out.status,
+            crate::display::visible(&tail)
+        )));
     }
     Ok(out)
 }
@@ -228,7 +263,11 @@ pub fn prepare(src: &Source, work: &Path) -> Result<Prepared, RunnerError> {
         Source::File(p) => {
             let abs = std::fs::canonicalize(p)
                 .map_err(|e| RunnerError::Usage(format!("file:{}: {e}", p.display())))?;
-            let fname = abs.file_name().and_then(|s| s.to_str()).unwrap_or("").to_owned();
+            let fname = abs
+                .file_name()
+                .and_then(|s| s.to_str())
+                .unwrap_or("")
+                .to_owned();
             if abs.is_dir() {
                 if !abs.join("package.json").is_file() {
                     return Err(RunnerError::Usage(format!(
@@ -238,7 +277,8 @@ pub fn prepare(src: &Source, work: &Path) -> Result<Prepared, RunnerError> {
                 }
                 // Pack it (scripts off) so what is installed is what would be published.
                 let packdir = work.join(".pack");
-                std::fs::create_dir_all(&packdir).map_err(|e| RunnerError::io("creating a folder", e))?;
+                std::fs::create_dir_all(&packdir)
+                    .map_err(|e| RunnerError::io("creating a folder", e))?;
                 let out = run_tool(
                     Command::new("npm")
                         .args(["pack", "--ignore-scripts", "--silent", "--pack-destination"])
@@ -246,20 +286,31 @@ pub fn prepare(src: &Source, work: &Path) -> Result<Prepared, RunnerError> {
                         .arg(&abs),
                     "npm pack",
                 )?;
-                let tgz = String::from_utf8_lossy(&out.stdout).trim().lines().last().unwrap_or("").to_owned();
+                let tgz = String::from_utf8_lossy(&out.stdout)
+                    .trim()
+                    .lines()
+                    .last()
+                    .unwrap_or("")
+                    .to_owned();
                 let tgz = packdir.join(tgz);
-                let integrity = file_sha256(&tgz).map_err(|e| RunnerError::io("hashing the tarball", e))?;
+                let integrity =
+                    file_sha256(&tgz).map_err(|e| RunnerError::io("hashing the tarball", e))?;
                 let r = npm_install(&tgz.display().to_string(), work, Some(integrity));
                 let _ = std::fs::remove_dir_all(&packdir);
                 r
             } else if fname.ends_with(".whl") {
-                let integrity = file_sha256(&abs).map_err(|e| RunnerError::io("hashing the wheel", e))?;
+                let integrity =
+                    file_sha256(&abs).map_err(|e| RunnerError::io("hashing the wheel", e))?;
                 pip_install(&abs.display().to_string(), work, Some(integrity))
             } else if fname.ends_with(".tgz") || fname.ends_with(".tar.gz") {
-                let integrity = file_sha256(&abs).map_err(|e| RunnerError::io("hashing the tarball", e))?;
+                let integrity =
+                    file_sha256(&abs).map_err(|e| RunnerError::io("hashing the tarball", e))?;
                 npm_install(&abs.display().to_string(), work, Some(integrity))
             } else if fname.ends_with(".zip") {
-                Err(RunnerError::Usage(format!("file:{}: an sdist would run code to build; only wheels are accepted", p.display())))
+                Err(RunnerError::Usage(format!(
+                    "file:{}: an sdist would run code to build; only wheels are accepted",
+                    p.display()
+                )))
             } else {
                 Err(RunnerError::Usage(format!(
                     "file:{}: expected an npm tarball (.tgz), an npm package folder, or a wheel (.whl)",
@@ -267,29 +318,51 @@ pub fn prepare(src: &Source, work: &Path) -> Result<Prepared, RunnerError> {
                 )))
             }
         }
-        Source::Remote(_) => Err(RunnerError::Usage("a remote server has nothing to install".into())),
+        Source::Remote(_) => Err(RunnerError::Usage(
+            "a remote server has nothing to install".into(),
+        )),
     }
 }
 
 fn npm_install(spec: &str, dir: &Path, integrity: Option<String>) -> Result<Prepared, RunnerError> {
     std::fs::create_dir_all(dir).map_err(|e| RunnerError::io("creating the package folder", e))?;
     // An empty package.json keeps npm from walking up to a parent project.
-    std::fs::write(dir.join("package.json"), "{}\n").map_err(|e| RunnerError::io("writing package.json", e))?;
+    std::fs::write(dir.join("package.json"), "{}\n")
+        .map_err(|e| RunnerError::io("writing package.json", e))?;
     run_tool(
         Command::new("npm")
-            .args(["install", "--ignore-scripts", "--no-audit", "--no-fund", "--omit=dev", "--no-update-notifier", "--loglevel=error", "--prefix"])
+            .args([
+                "install",
+                "--ignore-scripts",
+                "--no-audit",
+                "--no-fund",
+                "--omit=dev",
+                "--no-update-notifier",
+                "--loglevel=error",
+                "--prefix",
+            ])
             .arg(dir)
             .arg(spec),
         "npm install (scripts off)",
     )?;
     let manifest: Value = read_json(&dir.join("package.json"))?;
-    let deps = manifest.get("dependencies").and_then(Value::as_object).cloned().unwrap_or_default();
+    let deps = manifest
+        .get("dependencies")
+        .and_then(Value::as_object)
+        .cloned()
+        .unwrap_or_default();
     let Some(name) = deps.keys().next().cloned() else {
-        return Err(RunnerError::Prepare(format!("npm install {spec}: nothing was installed")));
+        return Err(RunnerError::Prepare(format!(
+            "npm install {spec}: nothing was installed"
+        )));
     };
     let pkg_dir = dir.join("node_modules").join(&name);
     let pj: Value = read_json(&pkg_dir.join("package.json"))?;
-    let version = pj.get("version").and_then(Value::as_str).unwrap_or("").to_owned();
+    let version = pj
+        .get("version")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_owned();
     let lock: Value = read_json(&dir.join("package-lock.json")).unwrap_or(Value::Null);
     let integrity = integrity.or_else(|| {
         lock.get("packages")
@@ -304,7 +377,13 @@ fn npm_install(spec: &str, dir: &Path, integrity: Option<String>) -> Result<Prep
         Some(Value::Object(m)) => m
             .get(&unscoped)
             .or_else(|| m.get(&name))
-            .or_else(|| if m.len() == 1 { m.values().next() } else { None })
+            .or_else(|| {
+                if m.len() == 1 {
+                    m.values().next()
+                } else {
+                    None
+                }
+            })
             .or_else(|| m.values().next())
             .and_then(Value::as_str)
             .map(str::to_owned),
@@ -312,10 +391,16 @@ fn npm_install(spec: &str, dir: &Path, integrity: Option<String>) -> Result<Prep
     };
     let bin = bin
         .or_else(|| pj.get("main").and_then(Value::as_str).map(str::to_owned))
-        .ok_or_else(|| RunnerError::Prepare(format!("{name}@{version}: package.json has no `bin` (nor `main`) to start")))?;
+        .ok_or_else(|| {
+            RunnerError::Prepare(format!(
+                "{name}@{version}: package.json has no `bin` (nor `main`) to start"
+            ))
+        })?;
     let bin = bin.trim_start_matches("./").to_owned();
     if bin.contains("..") {
-        return Err(RunnerError::Prepare(format!("{name}: `bin` points outside the package: {bin:?}")));
+        return Err(RunnerError::Prepare(format!(
+            "{name}: `bin` points outside the package: {bin:?}"
+        )));
     }
     if scripts_needed(&pj) && !pkg_dir.join(&bin).exists() {
         return Err(RunnerError::Prepare(format!(
@@ -335,12 +420,18 @@ fn npm_install(spec: &str, dir: &Path, integrity: Option<String>) -> Result<Prep
 fn scripts_needed(pj: &Value) -> bool {
     pj.get("scripts")
         .and_then(Value::as_object)
-        .is_some_and(|s| ["preinstall", "install", "postinstall"].iter().any(|k| s.contains_key(*k)))
+        .is_some_and(|s| {
+            ["preinstall", "install", "postinstall"]
+                .iter()
+                .any(|k| s.contains_key(*k))
+        })
 }
 
 fn read_json(p: &Path) -> Result<Value, RunnerError> {
-    let bytes = std::fs::read(p).map_err(|e| RunnerError::io(&format!("reading {}", p.display()), e))?;
-    serde_json::from_slice(&bytes).map_err(|e| RunnerError::Prepare(format!("{}: {e}", p.display())))
+    let bytes =
+        std::fs::read(p).map_err(|e| RunnerError::io(&format!("reading {}", p.display()), e))?;
+    serde_json::from_slice(&bytes)
+        .map_err(|e| RunnerError::Prepare(format!("{}: {e}", p.display())))
 }
 
 /// The Python interpreter used on the host to download wheels.
@@ -350,7 +441,8 @@ fn host_python() -> String {
 
 fn pip_install(spec: &str, dir: &Path, integrity: Option<String>) -> Result<Prepared, RunnerError> {
     let site = dir.join("site");
-    std::fs::create_dir_all(&site).map_err(|e| RunnerError::io("creating the package folder", e))?;
+    std::fs::create_dir_all(&site)
+        .map_err(|e| RunnerError::io("creating the package folder", e))?;
     let report = dir.join(".pip-report.json");
     // Wheels for the guest's Python (Debian 12: CPython 3.11, glibc 2.36).
     run_tool(
@@ -373,14 +465,28 @@ fn pip_install(spec: &str, dir: &Path, integrity: Option<String>) -> Result<Prep
     })?;
     let rep: Value = read_json(&report)?;
     let _ = std::fs::remove_file(&report);
-    let installs = rep.get("install").and_then(Value::as_array).cloned().unwrap_or_default();
+    let installs = rep
+        .get("install")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
     let main = installs
         .iter()
         .find(|i| i.get("requested").and_then(Value::as_bool) == Some(true))
-        .ok_or_else(|| RunnerError::Prepare(format!("pip install {spec}: nothing was installed")))?;
+        .ok_or_else(|| {
+            RunnerError::Prepare(format!("pip install {spec}: nothing was installed"))
+        })?;
     let meta = main.get("metadata");
-    let name = meta.and_then(|m| m.get("name")).and_then(Value::as_str).unwrap_or("").to_owned();
-    let version = meta.and_then(|m| m.get("version")).and_then(Value::as_str).unwrap_or("").to_owned();
+    let name = meta
+        .and_then(|m| m.get("name"))
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_owned();
+    let version = meta
+        .and_then(|m| m.get("version"))
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_owned();
     let integrity = integrity.or_else(|| {
         main.get("download_info")
             .and_then(|d| d.get("archive_info"))
@@ -396,7 +502,8 @@ fn pip_install(spec: &str, dir: &Path, integrity: Option<String>) -> Result<Prep
         .map(|e| e.path())
         .find(|p| {
             p.file_name().and_then(|s| s.to_str()).is_some_and(|f| {
-                f.ends_with(".dist-info") && norm(f).starts_with(&format!("{}_{}", norm(&name), norm(&version)))
+                f.ends_with(".dist-info")
+                    && norm(f).starts_with(&format!("{}_{}", norm(&name), norm(&version)))
             })
         })
         .ok_or_else(|| RunnerError::Prepare(format!("{name}: no .dist-info folder found")))?;
@@ -407,13 +514,23 @@ fn pip_install(spec: &str, dir: &Path, integrity: Option<String>) -> Result<Prep
         .find(|(n, _)| norm(n) == norm(&name))
         .or_else(|| scripts.first())
         .cloned()
-        .ok_or_else(|| RunnerError::Prepare(format!("{name}=={version}: no console_scripts entry point to start")))?;
+        .ok_or_else(|| {
+            RunnerError::Prepare(format!(
+                "{name}=={version}: no console_scripts entry point to start"
+            ))
+        })?;
     let (module, attr) = target.split_once(':').unwrap_or((target.as_str(), ""));
     let module = module.trim();
     let attr = attr.split_whitespace().next().unwrap_or("").trim();
-    let ident_ok = |s: &str| !s.is_empty() && s.split('.').all(|p| !p.is_empty() && p.chars().all(|c| c.is_alphanumeric() || c == '_'));
+    let ident_ok = |s: &str| {
+        !s.is_empty()
+            && s.split('.')
+                .all(|p| !p.is_empty() && p.chars().all(|c| c.is_alphanumeric() || c == '_'))
+    };
     if !ident_ok(module) || !(attr.is_empty() || ident_ok(attr)) {
-        return Err(RunnerError::Prepare(format!("{name}: entry point {target:?} is not module:function")));
+        return Err(RunnerError::Prepare(format!(
+            "{name}: entry point {target:?} is not module:function"
+        )));
     }
     let code = if attr.is_empty() {
         format!("import runpy; runpy.run_module('{module}', run_name='__main__')")
@@ -454,7 +571,15 @@ fn console_scripts(text: &str) -> Vec<(String, String)> {
 /// compiles; it imports nothing from the package.
 pub fn precompile_python(dir: &Path) {
     let _ = Command::new(host_python())
-        .args(["-m", "compileall", "-q", "-j", "1", "--invalidation-mode", "unchecked-hash"])
+        .args([
+            "-m",
+            "compileall",
+            "-q",
+            "-j",
+            "1",
+            "--invalidation-mode",
+            "unchecked-hash",
+        ])
         .arg(dir.join("site"))
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
@@ -475,7 +600,10 @@ mod tests {
         assert!(Source::parse("npm:@scope/x", false).is_err());
         assert_eq!(
             Source::parse("npm:@scope/x", true).ok(),
-            Some(Source::Npm { name: "@scope/x".into(), version: None })
+            Some(Source::Npm {
+                name: "@scope/x".into(),
+                version: None
+            })
         );
         assert!(Source::parse("pypi:mcp-server-time==2026.10.19", false).is_ok());
         assert!(Source::parse("pypi:mcp-server-time>=1", false).is_err());
@@ -487,6 +615,12 @@ mod tests {
     #[test]
     fn entry_points() {
         let eps = "[console_scripts]\nmcp-server-time = mcp_server_time:main\n\n[other]\nx = y:z\n";
-        assert_eq!(console_scripts(eps), vec![("mcp-server-time".to_owned(), "mcp_server_time:main".to_owned())]);
+        assert_eq!(
+            console_scripts(eps),
+            vec![(
+                "mcp-server-time".to_owned(),
+                "mcp_server_time:main".to_owned()
+            )]
+        );
     }
 }

@@ -111,21 +111,46 @@ fn cmdline(accel: Accel, probe: bool) -> String {
 
 /// The whole command: bubblewrap around QEMU. `app_disk` is the package disk
 /// (absent for the probe).
-pub fn command(image: &Image, app_disk: Option<&Path>, cfg: &VmConfig, accel: Accel) -> Result<Command, RunnerError> {
+pub fn command(
+    image: &Image,
+    app_disk: Option<&Path>,
+    cfg: &VmConfig,
+    accel: Accel,
+) -> Result<Command, RunnerError> {
     let qemu = qemu_binary()?;
     let bwrap = which("bwrap").ok_or_else(|| {
         RunnerError::NoVm("bubblewrap (bwrap) is not installed; QEMU runs inside it (run scripts/install-runner-deps.sh)".into())
     })?;
     let mut c = Command::new(bwrap);
-    c.args(["--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL"])
-        .args(["--uid", "65534", "--gid", "65534"])
-        .args(["--ro-bind", "/usr", "/usr"])
-        .args(["--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64", "/lib64"])
-        .args(["--symlink", "usr/bin", "/bin", "--symlink", "usr/sbin", "/sbin"])
-        .args(["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"])
-        .arg("--ro-bind")
-        .arg(&image.dir)
-        .arg("/img");
+    c.args([
+        "--unshare-all",
+        "--die-with-parent",
+        "--new-session",
+        "--cap-drop",
+        "ALL",
+    ])
+    .args(["--uid", "65534", "--gid", "65534"])
+    .args(["--ro-bind", "/usr", "/usr"])
+    .args([
+        "--symlink",
+        "usr/lib",
+        "/lib",
+        "--symlink",
+        "usr/lib64",
+        "/lib64",
+    ])
+    .args([
+        "--symlink",
+        "usr/bin",
+        "/bin",
+        "--symlink",
+        "usr/sbin",
+        "/sbin",
+    ])
+    .args(["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"])
+    .arg("--ro-bind")
+    .arg(&image.dir)
+    .arg("/img");
     if let Some(d) = app_disk {
         c.arg("--ro-bind").arg(d).arg("/disk/app.ext4");
     }
@@ -138,21 +163,51 @@ pub fn command(image: &Image, app_disk: Option<&Path>, cfg: &VmConfig, accel: Ac
         Accel::Kvm => c.args(["-accel", "kvm", "-cpu", "host"]),
         Accel::Tcg => c.args(["-accel", "tcg,thread=multi", "-cpu", "max"]),
     };
-    c.args(["-m", &cfg.memory_mib.to_string(), "-smp", &cfg.cpus.max(1).to_string()])
-        .args(["-nodefaults", "-no-user-config", "-no-reboot", "-display", "none"])
-        .args(["-sandbox", "on,obsolete=deny,elevateprivileges=deny,spawn=deny,resourcecontrol=deny"])
-        // Guest console and server stderr -> QEMU's stderr.
-        .args(["-chardev", "file,id=con,path=/proc/self/fd/2", "-serial", "chardev:con"])
-        // The MCP channel -> QEMU's stdin/stdout.
-        .args(["-chardev", "stdio,id=mcp,signal=off", "-device", "virtio-serial-device"])
-        .args(["-device", "virtserialport,chardev=mcp,name=mcp"])
-        .args(["-device", "virtio-rng-device"])
-        .args(["-kernel", "/img/vmlinux", "-initrd", "/img/initrd.cpio"])
-        .args(["-drive", "file=/img/runtime.ext4,if=none,id=rt,format=raw,readonly=on"])
-        .args(["-device", "virtio-blk-device,drive=rt"]);
+    c.args([
+        "-m",
+        &cfg.memory_mib.to_string(),
+        "-smp",
+        &cfg.cpus.max(1).to_string(),
+    ])
+    .args([
+        "-nodefaults",
+        "-no-user-config",
+        "-no-reboot",
+        "-display",
+        "none",
+    ])
+    .args([
+        "-sandbox",
+        "on,obsolete=deny,elevateprivileges=deny,spawn=deny,resourcecontrol=deny",
+    ])
+    // Guest console and server stderr -> QEMU's stderr.
+    .args([
+        "-chardev",
+        "file,id=con,path=/proc/self/fd/2",
+        "-serial",
+        "chardev:con",
+    ])
+    // The MCP channel -> QEMU's stdin/stdout.
+    .args([
+        "-chardev",
+        "stdio,id=mcp,signal=off",
+        "-device",
+        "virtio-serial-device",
+    ])
+    .args(["-device", "virtserialport,chardev=mcp,name=mcp"])
+    .args(["-device", "virtio-rng-device"])
+    .args(["-kernel", "/img/vmlinux", "-initrd", "/img/initrd.cpio"])
+    .args([
+        "-drive",
+        "file=/img/runtime.ext4,if=none,id=rt,format=raw,readonly=on",
+    ])
+    .args(["-device", "virtio-blk-device,drive=rt"]);
     if app_disk.is_some() {
-        c.args(["-drive", "file=/disk/app.ext4,if=none,id=app,format=raw,readonly=on"])
-            .args(["-device", "virtio-blk-device,drive=app"]);
+        c.args([
+            "-drive",
+            "file=/disk/app.ext4,if=none,id=app,format=raw,readonly=on",
+        ])
+        .args(["-device", "virtio-blk-device,drive=app"]);
     }
     c.arg("-append").arg(cmdline(accel, app_disk.is_none()));
     c.env_clear();
@@ -161,14 +216,19 @@ pub fn command(image: &Image, app_disk: Option<&Path>, cfg: &VmConfig, accel: Ac
 
 /// Decides the accelerator: asks for KVM only if it really boots a guest.
 /// Returns the accelerator and, when KVM was refused, why.
-pub fn choose_accel(image: &Image, choice: AccelChoice) -> Result<(Accel, Option<String>), RunnerError> {
+pub fn choose_accel(
+    image: &Image,
+    choice: AccelChoice,
+) -> Result<(Accel, Option<String>), RunnerError> {
     if choice == AccelChoice::Tcg {
         return Ok((Accel::Tcg, None));
     }
     let verdict = kvm_verdict(image);
     match (choice, verdict) {
         (_, Ok(())) => Ok((Accel::Kvm, None)),
-        (AccelChoice::Kvm, Err(why)) => Err(RunnerError::NoVm(format!("--accel kvm: KVM does not work here: {why}"))),
+        (AccelChoice::Kvm, Err(why)) => Err(RunnerError::NoVm(format!(
+            "--accel kvm: KVM does not work here: {why}"
+        ))),
         (_, Err(why)) => Ok((Accel::Tcg, Some(why))),
     }
 }
@@ -178,7 +238,12 @@ fn kvm_verdict(image: &Image) -> Result<(), String> {
     if !kvm.exists() {
         return Err("no /dev/kvm".into());
     }
-    if std::fs::OpenOptions::new().read(true).write(true).open(kvm).is_err() {
+    if std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(kvm)
+        .is_err()
+    {
         return Err("/dev/kvm cannot be opened".into());
     }
     let host = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
@@ -189,7 +254,11 @@ fn kvm_verdict(image: &Image) -> Result<(), String> {
             if v.get("key").and_then(Value::as_str) == Some(key.as_str()) {
                 return match v.get("works").and_then(Value::as_bool) {
                     Some(true) => Ok(()),
-                    _ => Err(v.get("why").and_then(Value::as_str).unwrap_or("probe failed").to_owned()),
+                    _ => Err(v
+                        .get("why")
+                        .and_then(Value::as_str)
+                        .unwrap_or("probe failed")
+                        .to_owned()),
                 };
             }
         }
@@ -203,9 +272,13 @@ fn kvm_verdict(image: &Image) -> Result<(), String> {
 /// Boots the probe guest under KVM: it prints a marker from /init and powers off.
 fn probe_kvm(image: &Image) -> Result<(), String> {
     const LIMIT: Duration = Duration::from_secs(15);
-    let cfg = VmConfig { memory_mib: 256, cpus: 1 };
+    let cfg = VmConfig {
+        memory_mib: 256,
+        cpus: 1,
+    };
     let cmd = command(image, None, &cfg, Accel::Kvm).map_err(|e| e.to_string())?;
-    let (mut run, stdin, _stdout) = Running::spawn(cmd).map_err(|e| format!("could not start QEMU: {e}"))?;
+    let (mut run, stdin, _stdout) =
+        Running::spawn(cmd).map_err(|e| format!("could not start QEMU: {e}"))?;
     let start = Instant::now();
     while start.elapsed() < LIMIT {
         if run.stderr.text().contains("mcplint-guest: probe ok") {
@@ -215,8 +288,16 @@ fn probe_kvm(image: &Image) -> Result<(), String> {
         }
         if let Some(st) = run.finish_if_exited() {
             let tail = run.stderr.text();
-            let last = tail.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("").to_owned();
-            return Err(format!("a probe guest did not boot under KVM (QEMU {st}: {})", crate::display::visible_short(&last, 160)));
+            let last = tail
+                .lines()
+                .rev()
+                .find(|l| !l.trim().is_empty())
+                .unwrap_or("")
+                .to_owned();
+            return Err(format!(
+                "a probe guest did not boot under KVM (QEMU {st}: {})",
+                crate::display::visible_short(&last, 160)
+            ));
         }
         std::thread::sleep(Duration::from_millis(50));
     }
