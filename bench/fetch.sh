@@ -11,8 +11,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 RUNS="${1:-3}"
-cargo build --quiet --release
-BIN=./target/release/mcplint
+# mcplint's own work is negligible next to npm, pip and the VM: the debug build is enough
+# (PROFILE=release to use the release build).
+PROFILE="${PROFILE:-debug}"
+if [ "$PROFILE" = release ]; then cargo build --quiet --release; else cargo build --quiet; fi
+BIN=./target/$PROFILE/mcplint
 OUT="$(mktemp -d)"
 trap 'rm -rf "$OUT"' EXIT
 SERVERS=(
