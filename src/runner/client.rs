@@ -882,3 +882,76 @@ impl<T: Transport> Client<T> {
         (&self.noise, self.noise_count)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Cursor;
+
+    fn client(script: &str, max_bytes: u64, max_line: usize) -> Client<LinePipe> {
+        let pipe = LinePipe::new(
+            Box::new(std::io::sink()),
+            Box::new(Cursor::new(script.as_bytes().to_vec())),
+            max_bytes,
+            max_line,
+        );
+        let opts = ClientOptions {
+            handshake_timeout: Duration::from_secs(2),
+            request_timeout: Duration::from_secs(2),
+            ..ClientOptions::default()
+        };
+        Client::new(pipe, opts)
+    }
+
+    #[test]
+    fn batches_noise_and_unknown_ids_are_handled() {
+        // ids: 1 discover, 2 initialize, 3 tools/list.
+        let script = concat!(
+            "starting up\n",
+            r#"{"jsonrpc":"2.0","id":1,"error":{"code":-32601,"message":"nope"}}"#,
+            "\n",
+            r#"[{"jsonrpc":"2.0","method":"notifications/message","params":{}},{"jsonrpc":"2.0","id":2,"result":{"protocolVersion":"2024-11-05","capabilities":{},"serverInfo":{"name":"b","version":"1"}}}]"#,
+            "\n",
+            r#"{"jsonrpc":"2.0","id":99,"result":{}}"#,
+            "\n",
+            r#"{"jsonrpc":"2.0","id":3,"result":{"tools":[{"name":"t","inputSchema":{"type":"object"},"zz":1,"aa":2}]}}"#,
+            "\n",
+        );
+        let m = client(script, 1 << 20, 1 << 20).fetch().expect("fetch");
+        assert_eq!(m.era, Era::Legacy);
+        assert_eq!(m.protocol_version.as_deref(), Some("2024-11-05"));
+        assert_eq!(m.stdout_noise, ["starting up"]);
+        assert_eq!(m.server_messages.len(), 1);
+        let keys: Vec<&String> = m.tools[0].as_object().expect("object").keys().collect();
+        assert_eq!(keys, ["name", "inputSchema", "zz", "aa"]);
+        // No prompts/resources capability: not asked.
+        assert_eq!(m.skipped.len(), 3);
+    }
+
+    #[test]
+    fn line_and_byte_caps() {
+        let long = format!("{}\n", "x".repeat(5000));
+        let e = client(&long, 1 << 20, 1000).fetch().expect_err("too long");
+        assert!(matches!(e, ClientError::LineTooLong { limit: 1000 }), "{e}");
+        let many = "y\n".repeat(10_000);
+        let e = client(&many, 5000, 1000).fetch().expect_err("too much");
+        assert!(
+            matches!(e, ClientError::TooMuchOutput { limit: 5000 }),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn repeated_cursor_is_refused() {
+        let script = concat!(
+            r#"{"jsonrpc":"2.0","id":2,"result":{"protocolVersion":"2025-06-18","capabilities":{"tools":{}}}}"#,
+            "\n",
+            r#"{"jsonrpc":"2.0","id":3,"result":{"tools":[],"nextCursor":"a"}}"#,
+            "\n",
+            r#"{"jsonrpc":"2.0","id":4,"result":{"tools":[],"nextCursor":"a"}}"#,
+            "\n",
+        );
+        let e = client(script, 1 << 20, 1 << 20).fetch().expect_err("loop");
+        assert!(e.to_string().contains("repeated cursor"), "{e}");
+    }
+}
