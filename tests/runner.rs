@@ -299,6 +299,25 @@ fn hostile_text_is_kept_in_the_file_and_escaped_on_screen() {
 }
 
 #[test]
+fn identities_reveal_a_server_that_cloaks_from_scanners() {
+    let r = fake("cloak", &["--identities", "mcplint/0.1,claude-ai/0.1.0"]);
+    assert_eq!(r.code(), 1, "{}", r.stderr());
+    let ids = r.cap()["capture"]["identities"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(ids.len(), 2);
+    assert_eq!(ids[0]["tools"].as_array().map(Vec::len), Some(1));
+    assert_eq!(ids[1]["tools"].as_array().map(Vec::len), Some(3));
+    assert_eq!(ids[1]["same_as_first"], false);
+    assert!(r.stderr().contains("DIFFERS"), "{}", r.stderr());
+    // An honest server: same list for everyone.
+    let r = fake("legacy", &["--identities", "mcplint/0.1,claude-ai/0.1.0"]);
+    assert_eq!(r.code(), 0, "{}", r.stderr());
+    assert_eq!(r.cap()["capture"]["identities_differ"], false);
+}
+
+#[test]
 fn command_needs_no_sandbox() {
     let out = Command::new(bin())
         .args(["fetch", "--command", "--", "python3", "-c", "pass"])

@@ -79,8 +79,15 @@ pub struct Args {
     #[arg(long, value_enum, default_value_t = EraChoice::Auto)]
     pub era: EraChoice,
     /// clientInfo sent to the server, NAME/VERSION.
-    #[arg(long, value_name = "NAME/VERSION")]
+    #[arg(long, value_name = "NAME/VERSION", conflicts_with = "identities")]
     pub client_info: Option<String>,
+    /// Fetch once per client identity (comma-separated NAME/VERSION) and
+    /// report whether the tool lists differ (a server may show a scanner
+    /// something else than a real client). Writes the first identity's
+    /// capture, with every identity's result in its `capture` block; exits 1
+    /// when the lists differ.
+    #[arg(long, value_name = "A,B,...", value_delimiter = ',')]
+    pub identities: Vec<String>,
     /// Protocol version asked for in a legacy `initialize`.
     #[arg(long, value_name = "VERSION", default_value = crate::runner::client::LEGACY_VERSION)]
     pub protocol_version: String,
@@ -170,9 +177,7 @@ pub fn run(args: &Args) -> Result<i32, RunnerError> {
         ..ClientOptions::default()
     };
     if let Some(ci) = &args.client_info {
-        let (n, v) = ci.split_once('/').unwrap_or((ci.as_str(), "0"));
-        client.client_name = n.to_owned();
-        client.client_version = v.to_owned();
+        (client.client_name, client.client_version) = split_identity(ci);
     }
     let opts = FetchOptions {
         sandbox,
@@ -193,7 +198,11 @@ pub fn run(args: &Args) -> Result<i32, RunnerError> {
         source_text,
         notes,
     };
-    let capture = crate::runner::fetch(&target, &opts)?;
+    let (capture, code) = if args.identities.is_empty() {
+        (crate::runner::fetch(&target, &opts)?, super::EXIT_OK)
+    } else {
+        fetch_identities(&target, &opts, &args.identities)?
+    };
     let tools = capture
         .get("tools")
         .and_then(|t| t.as_array())
@@ -229,7 +238,80 @@ pub fn run(args: &Args) -> Result<i32, RunnerError> {
             }
         }
     }
-    Ok(super::EXIT_OK)
+    Ok(code)
+}
+
+fn split_identity(s: &str) -> (String, String) {
+    let (n, v) = s.split_once('/').unwrap_or((s, "0"));
+    (n.to_owned(), v.to_owned())
+}
+
+/// One fetch per identity; the first capture, annotated with every result.
+fn fetch_identities(
+    target: &Target,
+    opts: &FetchOptions,
+    ids: &[String],
+) -> Result<(serde_json::Value, i32), RunnerError> {
+    use sha2::{Digest, Sha256};
+    let mut first: Option<serde_json::Value> = None;
+    let mut first_hash = String::new();
+    let mut results = Vec::new();
+    let mut differ = false;
+    for id in ids.iter().filter(|s| !s.trim().is_empty()) {
+        let mut o = opts.clone();
+        (o.client.client_name, o.client.client_version) = split_identity(id.trim());
+        let cap = crate::runner::fetch(target, &o)?;
+        let tools = cap.get("tools").cloned().unwrap_or_default();
+        let hash = format!(
+            "{:x}",
+            Sha256::digest(serde_json::to_vec(&tools).unwrap_or_default())
+        );
+        let names: Vec<&str> = tools
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .filter_map(|t| t.get("name").and_then(|n| n.as_str()))
+                    .collect()
+            })
+            .unwrap_or_default();
+        if first.is_none() {
+            first_hash = hash.clone();
+        }
+        let same = hash == first_hash;
+        differ |= !same;
+        eprintln!(
+            "mcplint: identity {}: {} tools{}",
+            visible(id.trim()),
+            names.len(),
+            if same {
+                ""
+            } else {
+                "  <- DIFFERS from the first identity"
+            }
+        );
+        results.push(serde_json::json!({
+            "client": id.trim(), "tools": names, "tools_sha256": hash, "same_as_first": same,
+        }));
+        if first.is_none() {
+            first = Some(cap);
+        }
+    }
+    let mut cap = first.ok_or_else(|| usage("--identities needs at least one NAME/VERSION"))?;
+    if let Some(c) = cap.get_mut("capture").and_then(|c| c.as_object_mut()) {
+        c.insert("identities".into(), serde_json::Value::Array(results));
+        c.insert("identities_differ".into(), serde_json::Value::Bool(differ));
+    }
+    if differ {
+        eprintln!("mcplint: the server shows different tool lists to different clients");
+    }
+    Ok((
+        cap,
+        if differ {
+            super::EXIT_FINDINGS
+        } else {
+            super::EXIT_OK
+        },
+    ))
 }
 
 /// Escapes every non-ASCII character of serialised JSON as `\uXXXX`
