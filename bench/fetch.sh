@@ -8,6 +8,18 @@
 # the parts the capture records: prepare (npm/pip download + unpack + disk image), spawn -> guest
 # /init starting the server (boot), and spawn -> tools/list answered (session).
 # Needs `mcplint runner setup` first. Run it on an otherwise idle machine for meaningful numbers.
+#
+# Measured 2026-11-29 23:12-23:29 UTC, 3 runs each, TCG (KVM here is nested PVM and refused by the
+# probe), debug build, on the 2-core machine shared with five other agents (load average 7-10, so
+# every figure is several times what an idle machine gives; the prototype's idle figures were
+# 10.9 / 11.5 / 15.6 s to tools/list):
+#   server                                   mode     wall   prepare  boot   session
+#   server-memory@2026.8.31                  microvm  71.49  14.42    12.90  45.37
+#   server-memory@2026.8.31                  host     19.56  16.57    -       0.93
+#   server-everything@2026.8.31              microvm  74.65  19.84    12.69  43.39
+#   server-everything@2026.8.31              host     19.50  16.89    -       0.85
+#   mcp-server-time==2026.10.19              microvm 116.40  32.50     9.91  75.31
+#   mcp-server-time==2026.10.19              host     36.74  31.75    -       3.00
 set -euo pipefail
 cd "$(dirname "$0")/.."
 RUNS="${1:-3}"
