@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs what the tests need on a fresh Debian 12 machine, then runs every test.
+# The README's test command: installs what the tests need on a fresh Debian 12 machine (idempotent),
+# builds the runner's guest image (cached), then runs the checks and every test.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 command -v node >/dev/null || { apt-get update -qq && apt-get install -y -qq nodejs; }
@@ -8,6 +9,10 @@ command -v python3 >/dev/null || { apt-get update -qq && apt-get install -y -qq 
 # Microsoft's SARIF validator, used by the SARIF tests (npm, into .tools/).
 [ -x .tools/node_modules/.bin/sarif-multitool ] || npm install --silent --prefix .tools @microsoft/sarif-multitool
 export MCPLINT_REQUIRE_SARIF=1
+# The runner (mcplint fetch): QEMU, bubblewrap, e2fsprogs...; then the guest image (cached).
+bash scripts/install-runner-deps.sh
+cargo build --quiet
+./target/debug/mcplint runner setup
 cargo fmt --check
 cargo clippy --all-targets --quiet -- -D warnings
 cargo test

@@ -13,3 +13,4 @@ pub mod fingerprint;
 pub mod manifest;
 pub mod report;
 pub mod rules;
+pub mod runner;

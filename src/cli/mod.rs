@@ -4,9 +4,11 @@
 //! input or usage. Every command lives in its own file here.
 
 pub mod check;
+mod fetch;
 mod fingerprint;
 mod inspect;
 pub mod rules;
+mod runner;
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -95,6 +97,10 @@ pub enum Command {
     Rules(rules::Args),
     /// Print a rule's documentation.
     Explain(rules::ExplainArgs),
+    /// Start a server in a throwaway microVM and capture what it offers.
+    Fetch(fetch::Args),
+    /// Build or inspect the microVM guest image.
+    Runner(runner::Args),
     /// Print a shell completion script.
     Completions {
         /// The shell.
@@ -124,6 +130,24 @@ pub fn run(cli: Cli) -> i32 {
         Command::Check(args) => check::run(&args, &opts),
         Command::Rules(args) => rules::run(&args, &opts),
         Command::Explain(args) => rules::explain(&args, &opts),
+        Command::Fetch(args) => {
+            return match fetch::run(&args) {
+                Ok(code) => code,
+                Err(e) => {
+                    eprintln!("mcplint: fetch failed: {e}");
+                    EXIT_ERROR
+                }
+            }
+        }
+        Command::Runner(args) => {
+            return match runner::run(&args) {
+                Ok(code) => code,
+                Err(e) => {
+                    eprintln!("mcplint: {e}");
+                    EXIT_ERROR
+                }
+            }
+        }
         Command::Completions { shell } => {
             let mut cmd = Cli::command();
             clap_complete::generate(shell, &mut cmd, "mcplint", &mut std::io::stdout());

@@ -1,0 +1,343 @@
+//! `mcplint fetch SOURCE [-o FILE]`: start a server in a throwaway microVM,
+//! ask it what it offers, write a capture file.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::display::visible;
+use crate::runner::client::{ClientOptions, EraChoice};
+use crate::runner::source::Source;
+use crate::runner::vm::{AccelChoice, VmConfig};
+use crate::runner::{FetchOptions, RunnerError, Sandbox, Target};
+
+/// Arguments of `mcplint fetch`.
+#[derive(Debug, clap::Args)]
+#[command(after_help = "\
+Sources:
+  npm:PKG@VERSION        an exact npm version (installed with scripts off)
+  pypi:PKG==VERSION      an exact PyPI version (wheels only; sdists are refused)
+  file:PATH              a local npm tarball or package folder, or a wheel
+  https://HOST/PATH      a remote Streamable HTTP server (no VM: nothing runs here)
+  --command -- CMD ARGS  a local stdio server, only with --no-sandbox
+
+The package is downloaded and unpacked on this host without running any of it,
+then started in a microVM (QEMU microvm, KVM when it really works, else TCG)
+with no network device, read-only disks and no secrets. Run `mcplint runner
+setup` once first.
+
+Examples:
+  mcplint fetch npm:@modelcontextprotocol/server-memory@2026.8.31 -o memory.json
+  mcplint fetch pypi:mcp-server-time==2026.10.19 -o time.json
+  mcplint fetch --sandbox namespaces npm:@eslint/mcp@0.3.13
+  mcplint fetch https://mcp.example.com/mcp --header 'Authorization: Bearer x'
+  mcplint fetch --no-sandbox --command -- python3 my_server.py")]
+pub struct Args {
+    /// What to fetch (see below).
+    #[arg(value_name = "SOURCE", required_unless_present = "command")]
+    pub source: Option<String>,
+    /// Write the capture here (atomically) instead of standard output.
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Run the command after `--` as the server (needs --no-sandbox).
+    #[arg(long, requires = "rest")]
+    pub command: bool,
+    /// With --command, the program and its arguments; otherwise extra
+    /// arguments for the server.
+    #[arg(last = true, value_name = "ARGS")]
+    pub rest: Vec<String>,
+    /// Run the server directly on this host, as you, with no isolation.
+    #[arg(long)]
+    pub no_sandbox: bool,
+    /// The isolation boundary.
+    #[arg(long, value_enum, default_value_t = Sandbox::Microvm, conflicts_with = "no_sandbox")]
+    pub sandbox: Sandbox,
+    /// Accept a version range, a tag or no version (the resolved version is recorded).
+    #[arg(long)]
+    pub allow_unpinned: bool,
+    /// Wall-clock limit for the whole server run, in seconds.
+    #[arg(long, value_name = "SECS", default_value_t = 300)]
+    pub timeout: u64,
+    /// Limit for the first answer (server start-up included), in seconds.
+    #[arg(long, value_name = "SECS", default_value_t = 120)]
+    pub handshake_timeout: u64,
+    /// Limit for each later answer, in seconds.
+    #[arg(long, value_name = "SECS", default_value_t = 60)]
+    pub request_timeout: u64,
+    /// Stop reading after this many bytes from the server.
+    #[arg(long, value_name = "BYTES", default_value_t = 64 * 1024 * 1024)]
+    pub max_bytes: u64,
+    /// Guest memory in MiB.
+    #[arg(long, value_name = "MIB", default_value_t = 1024)]
+    pub memory: u32,
+    /// Guest vCPUs.
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub cpus: u32,
+    /// Accelerator for the microVM.
+    #[arg(long, value_enum, default_value_t = AccelChoice::Auto)]
+    pub accel: AccelChoice,
+    /// Protocol era to speak.
+    #[arg(long, value_enum, default_value_t = EraChoice::Auto)]
+    pub era: EraChoice,
+    /// clientInfo sent to the server, NAME/VERSION.
+    #[arg(long, value_name = "NAME/VERSION", conflicts_with = "identities")]
+    pub client_info: Option<String>,
+    /// Fetch once per client identity (comma-separated NAME/VERSION) and
+    /// report whether the tool lists differ (a server may show a scanner
+    /// something else than a real client). Writes the first identity's
+    /// capture, with every identity's result in its `capture` block; exits 1
+    /// when the lists differ.
+    #[arg(long, value_name = "A,B,...", value_delimiter = ',')]
+    pub identities: Vec<String>,
+    /// Protocol version asked for in a legacy `initialize`.
+    #[arg(long, value_name = "VERSION", default_value = crate::runner::client::LEGACY_VERSION)]
+    pub protocol_version: String,
+    /// An environment variable for the server, KEY=VALUE (give placeholders,
+    /// never real secrets). Repeatable.
+    #[arg(long = "env", value_name = "KEY=VALUE")]
+    pub env: Vec<String>,
+    /// An HTTP header for remote servers, 'Name: value'. Repeatable.
+    #[arg(long = "header", value_name = "HEADER")]
+    pub headers: Vec<String>,
+}
+
+fn usage(msg: impl Into<String>) -> RunnerError {
+    RunnerError::Usage(msg.into())
+}
+
+/// Runs the command.
+pub fn run(args: &Args) -> Result<i32, RunnerError> {
+    let sandbox = if args.no_sandbox {
+        Sandbox::None
+    } else {
+        args.sandbox
+    };
+    if sandbox == Sandbox::None && !args.no_sandbox {
+        return Err(usage("--sandbox none is spelled --no-sandbox"));
+    }
+    let mut notes = Vec::new();
+    let (target, source_text) = if args.command {
+        if args.source.is_some() {
+            return Err(usage("give either SOURCE or --command -- CMD, not both"));
+        }
+        if !args.no_sandbox {
+            return Err(usage(
+                "--command runs a program directly on this host; say so with --no-sandbox (there is no sandbox for arbitrary commands)",
+            ));
+        }
+        let text = format!("command:{}", args.rest.join(" "));
+        (Target::Command(args.rest.clone()), text)
+    } else {
+        let s = args.source.clone().unwrap_or_default();
+        let src = Source::parse(&s, args.allow_unpinned)?;
+        if args.allow_unpinned {
+            notes.push(
+                "fetched with --allow-unpinned: the version is whatever resolved at capture time"
+                    .into(),
+            );
+        }
+        if matches!(src, Source::Remote(_)) && !args.rest.is_empty() {
+            return Err(usage("a remote server takes no arguments after --"));
+        }
+        (Target::Source(src), s)
+    };
+    if sandbox == Sandbox::None {
+        eprintln!(
+            "mcplint: WARNING: --no-sandbox: the server runs directly on this host as you, with your files and your network.\n\
+             mcplint: WARNING: only do this with code you already trust; the capture records boundary \"none\"."
+        );
+    } else if sandbox == Sandbox::Namespaces {
+        eprintln!("mcplint: note: --sandbox namespaces shares this host's kernel; a microVM is the stronger boundary");
+    }
+    let mut env = Vec::new();
+    for e in &args.env {
+        let Some((k, v)) = e.split_once('=') else {
+            return Err(usage(format!("--env {}: expected KEY=VALUE", visible(e))));
+        };
+        if k.is_empty() || !k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+            return Err(usage(format!("--env {}: bad variable name", visible(e))));
+        }
+        env.push((k.to_owned(), v.to_owned()));
+    }
+    let mut headers = Vec::new();
+    for h in &args.headers {
+        let Some((k, v)) = h.split_once(':') else {
+            return Err(usage(format!(
+                "--header {}: expected 'Name: value'",
+                visible(h)
+            )));
+        };
+        headers.push((k.trim().to_owned(), v.trim().to_owned()));
+    }
+    let mut client = ClientOptions {
+        handshake_timeout: Duration::from_secs(args.handshake_timeout),
+        request_timeout: Duration::from_secs(args.request_timeout),
+        max_bytes: args.max_bytes,
+        era: args.era,
+        legacy_version: args.protocol_version.clone(),
+        ..ClientOptions::default()
+    };
+    if let Some(ci) = &args.client_info {
+        (client.client_name, client.client_version) = split_identity(ci);
+    }
+    let opts = FetchOptions {
+        sandbox,
+        client,
+        timeout: Duration::from_secs(args.timeout),
+        vm: VmConfig {
+            memory_mib: args.memory,
+            cpus: args.cpus,
+        },
+        accel: args.accel,
+        env,
+        server_args: if args.command {
+            Vec::new()
+        } else {
+            args.rest.clone()
+        },
+        headers,
+        source_text,
+        notes,
+    };
+    let (capture, code) = if args.identities.is_empty() {
+        (crate::runner::fetch(&target, &opts)?, super::EXIT_OK)
+    } else {
+        fetch_identities(&target, &opts, &args.identities)?
+    };
+    let tools = capture
+        .get("tools")
+        .and_then(|t| t.as_array())
+        .map_or(0, Vec::len);
+    match &args.output {
+        Some(path) => {
+            crate::runner::capture::write_atomic(path, &capture)
+                .map_err(|e| RunnerError::io(&format!("writing {}", path.display()), e))?;
+            let c = &capture["capture"];
+            eprintln!(
+                "mcplint: {} tools from {} ({}, {}{}) in {:.1} s -> {}",
+                tools,
+                visible(capture["server"].as_str().unwrap_or("?")),
+                c["sandbox"]["boundary"].as_str().unwrap_or("?"),
+                c["sandbox"]["backend"].as_str().unwrap_or("?"),
+                c["sandbox"]["accelerator"]
+                    .as_str()
+                    .map(|a| format!("/{a}"))
+                    .unwrap_or_default(),
+                c["timings"]["wall_s"].as_f64().unwrap_or(0.0),
+                path.display()
+            );
+        }
+        None => {
+            let text = serde_json::to_string_pretty(&capture)
+                .map_err(|e| RunnerError::io("encoding", std::io::Error::other(e)))?;
+            // Hostile text must not reach a terminal raw: escape every
+            // non-ASCII character (valid JSON either way).
+            if std::io::IsTerminal::is_terminal(&std::io::stdout()) {
+                println!("{}", ascii_json(&text));
+            } else {
+                println!("{text}");
+            }
+        }
+    }
+    Ok(code)
+}
+
+fn split_identity(s: &str) -> (String, String) {
+    let (n, v) = s.split_once('/').unwrap_or((s, "0"));
+    (n.to_owned(), v.to_owned())
+}
+
+/// One fetch per identity; the first capture, annotated with every result.
+fn fetch_identities(
+    target: &Target,
+    opts: &FetchOptions,
+    ids: &[String],
+) -> Result<(serde_json::Value, i32), RunnerError> {
+    use sha2::{Digest, Sha256};
+    let mut first: Option<serde_json::Value> = None;
+    let mut first_hash = String::new();
+    let mut results = Vec::new();
+    let mut differ = false;
+    for id in ids.iter().filter(|s| !s.trim().is_empty()) {
+        let mut o = opts.clone();
+        (o.client.client_name, o.client.client_version) = split_identity(id.trim());
+        let cap = crate::runner::fetch(target, &o)?;
+        let tools = cap.get("tools").cloned().unwrap_or_default();
+        let hash = format!(
+            "{:x}",
+            Sha256::digest(serde_json::to_vec(&tools).unwrap_or_default())
+        );
+        let names: Vec<&str> = tools
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .filter_map(|t| t.get("name").and_then(|n| n.as_str()))
+                    .collect()
+            })
+            .unwrap_or_default();
+        if first.is_none() {
+            first_hash = hash.clone();
+        }
+        let same = hash == first_hash;
+        differ |= !same;
+        eprintln!(
+            "mcplint: identity {}: {} tools{}",
+            visible(id.trim()),
+            names.len(),
+            if same {
+                ""
+            } else {
+                "  <- DIFFERS from the first identity"
+            }
+        );
+        results.push(serde_json::json!({
+            "client": id.trim(), "tools": names, "tools_sha256": hash, "same_as_first": same,
+        }));
+        if first.is_none() {
+            first = Some(cap);
+        }
+    }
+    let mut cap = first.ok_or_else(|| usage("--identities needs at least one NAME/VERSION"))?;
+    if let Some(c) = cap.get_mut("capture").and_then(|c| c.as_object_mut()) {
+        c.insert("identities".into(), serde_json::Value::Array(results));
+        c.insert("identities_differ".into(), serde_json::Value::Bool(differ));
+    }
+    if differ {
+        eprintln!("mcplint: the server shows different tool lists to different clients");
+    }
+    Ok((
+        cap,
+        if differ {
+            super::EXIT_FINDINGS
+        } else {
+            super::EXIT_OK
+        },
+    ))
+}
+
+/// Escapes every non-ASCII character of serialised JSON as `\uXXXX`
+/// (outside strings JSON has none, so this only touches string contents).
+fn ascii_json(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        if c.is_ascii() {
+            out.push(c);
+        } else {
+            let mut buf = [0u16; 2];
+            for u in c.encode_utf16(&mut buf) {
+                out.push_str(&format!("\\u{:04x}", u));
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn ascii_escaping() {
+        assert_eq!(
+            super::ascii_json("\"a\u{200b}\u{1F600}\""),
+            "\"a\\u200b\\ud83d\\ude00\""
+        );
+    }
+}

@@ -1,0 +1,202 @@
+//! The capture file `mcplint fetch` writes: what the server said, in the same
+//! shape as the shared benign captures (so every loader reads it as kind
+//! `capture`), plus a `capture` block saying where it came from and how it
+//! was obtained.
+
+use std::io::Write;
+use std::path::Path;
+
+use serde_json::{json, Map, Value};
+
+use super::client::Manifest;
+
+/// Where a capture came from and under which boundary it ran.
+#[derive(Debug, Clone, Default)]
+pub struct Provenance {
+    /// The source as given (`npm:pkg@1.2.3`, `file:…`, `https://…`, `command:…`).
+    pub source: String,
+    /// The package's name, if any.
+    pub package: Option<String>,
+    /// The exact version that was installed.
+    pub resolved_version: Option<String>,
+    /// The registry's integrity hash of the artifact (npm `dist.integrity`,
+    /// PyPI wheel sha256), or the local file's sha256.
+    pub integrity: Option<String>,
+    /// The command run (inside the guest or sandbox).
+    pub argv: Vec<String>,
+    /// Environment variable names given placeholder values.
+    pub env_placeholders: Vec<String>,
+    /// `microvm`, `namespaces` or `none`.
+    pub boundary: String,
+    /// `qemu-microvm`, `firecracker`, `bubblewrap`, `host`, `http`.
+    pub backend: String,
+    /// `tcg`, `kvm`, or none.
+    pub accelerator: Option<String>,
+    /// The guest image's hash, when a VM ran.
+    pub image_hash: Option<String>,
+    /// Seconds from spawn to the guest's init (VM only, when known).
+    pub boot_s: Option<f64>,
+    /// Seconds spent preparing the package on the host (download, unpack, disk).
+    pub prepare_s: Option<f64>,
+    /// Seconds from spawn to the end of the session.
+    pub wall_s: Option<f64>,
+    /// The tail of the server's stderr (and the guest console).
+    pub stderr_tail: String,
+    /// Notes: anything a reader should know (e.g. unpinned source).
+    pub notes: Vec<String>,
+}
+
+/// Builds the capture document.
+pub fn build(m: &Manifest, p: &Provenance) -> Value {
+    let name = m
+        .server_info
+        .as_ref()
+        .and_then(|i| i.get("name"))
+        .and_then(Value::as_str)
+        .filter(|s| !s.is_empty())
+        .map(str::to_owned)
+        .or_else(|| p.package.clone())
+        .unwrap_or_else(|| "server".into());
+    let mut root = Map::new();
+    root.insert("server".into(), Value::String(name));
+    root.insert("package".into(), Value::String(p.source.clone()));
+    root.insert("tools".into(), Value::Array(m.tools.clone()));
+    root.insert("prompts".into(), Value::Array(m.prompts.clone()));
+    root.insert("resources".into(), Value::Array(m.resources.clone()));
+    root.insert(
+        "resourceTemplates".into(),
+        Value::Array(m.resource_templates.clone()),
+    );
+    root.insert(
+        "serverInfo".into(),
+        m.server_info.clone().unwrap_or(Value::Null),
+    );
+    root.insert(
+        "protocolVersion".into(),
+        m.protocol_version
+            .clone()
+            .map(Value::String)
+            .unwrap_or(Value::Null),
+    );
+    root.insert(
+        "capabilities".into(),
+        m.capabilities.clone().unwrap_or(Value::Null),
+    );
+    root.insert(
+        "instructions".into(),
+        m.instructions.clone().unwrap_or(Value::Null),
+    );
+
+    let t = &m.timings;
+    let mut timings = Map::new();
+    if let Some(s) = p.prepare_s {
+        timings.insert("prepare_s".into(), round(s));
+    }
+    if let Some(s) = p.boot_s {
+        timings.insert("boot_s".into(), round(s));
+    }
+    timings.insert("handshake_s".into(), round(t.handshake_s));
+    for (method, secs, pages) in &t.lists {
+        timings.insert(format!("{method}_s"), round(*secs));
+        if *pages > 1 {
+            timings.insert(format!("{method}_pages"), json!(pages));
+        }
+    }
+    timings.insert("session_s".into(), round(t.total_s));
+    if let Some(s) = p.wall_s {
+        timings.insert("wall_s".into(), round(s));
+    }
+    let skipped: Vec<Value> = m
+        .skipped
+        .iter()
+        .map(|(method, why)| json!({"method": method, "reason": why}))
+        .collect();
+    let capture = json!({
+        "tool": format!("mcplint {}", env!("CARGO_PKG_VERSION")),
+        "captured_at": utc_now(),
+        "source": p.source,
+        "resolved_version": p.resolved_version,
+        "integrity": p.integrity,
+        "era": m.era.name(),
+        "argv": p.argv,
+        "env_keys_with_dummy_values": p.env_placeholders,
+        "sandbox": {
+            "boundary": p.boundary,
+            "backend": p.backend,
+            "accelerator": p.accelerator,
+            "guest_image": p.image_hash,
+        },
+        "timings": timings,
+        "skipped_lists": skipped,
+        "stdout_noise": m.stdout_noise,
+        "stdout_noise_count": m.stdout_noise_count,
+        "server_messages": m.server_messages,
+        "stderr_tail": p.stderr_tail,
+        "notes": p.notes,
+    });
+    root.insert("capture".into(), capture);
+    Value::Object(root)
+}
+
+fn round(s: f64) -> Value {
+    json!((s * 1000.0).round() / 1000.0)
+}
+
+/// Writes `v` to `path` atomically (temporary file in the same folder, then rename).
+pub fn write_atomic(path: &Path, v: &Value) -> std::io::Result<()> {
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".mcplint-capture")
+        .tempfile_in(dir)?;
+    let mut text = serde_json::to_vec_pretty(v).map_err(std::io::Error::other)?;
+    text.push(b'\n');
+    tmp.write_all(&text)?;
+    tmp.as_file().sync_all()?;
+    tmp.persist(path).map_err(|e| e.error)?;
+    Ok(())
+}
+
+/// The current UTC time as `YYYY-MM-DDTHH:MM:SSZ`.
+pub fn utc_now() -> String {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    format_utc(secs)
+}
+
+/// Formats seconds since the epoch (proleptic Gregorian, days-from-civil inverse).
+pub fn format_utc(secs: u64) -> String {
+    let days = (secs / 86_400) as i64;
+    let rem = secs % 86_400;
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        (rem % 3600) / 60,
+        rem % 60
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::format_utc;
+
+    #[test]
+    fn utc_dates() {
+        assert_eq!(format_utc(0), "1970-01-01T00:00:00Z");
+        assert_eq!(format_utc(951_782_400), "2000-02-29T00:00:00Z");
+        assert_eq!(format_utc(1_795_991_045), "2026-11-29T22:24:05Z");
+    }
+}

@@ -1,0 +1,447 @@
+//! The companion runner: fetch a live manifest from a server started in a
+//! throwaway microVM (or, when a person asks for it, a weaker boundary).
+//!
+//! Pieces: [`source`] gets a package onto the host without running any of it;
+//! [`image`] builds the cached guest image; [`vm`] boots QEMU's microvm inside
+//! bubblewrap; [`process`] owns child processes (killed on drop and on
+//! Ctrl-C); [`client`] speaks MCP over the pipe; [`http`] speaks it to remote
+//! servers; [`capture`] writes the result with its provenance.
+
+pub mod capture;
+pub mod client;
+pub mod http;
+pub mod image;
+pub mod process;
+pub mod source;
+pub mod vm;
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use client::{Client, ClientError, ClientOptions, LinePipe, Manifest};
+use process::Running;
+use source::{Prepared, Source, APP_DIR};
+
+/// Why a fetch failed.
+#[derive(Debug, thiserror::Error)]
+pub enum RunnerError {
+    /// Bad arguments.
+    #[error("{0}")]
+    Usage(String),
+    /// Downloading or unpacking the package failed.
+    #[error("preparing the package: {0}")]
+    Prepare(String),
+    /// Building the guest image failed.
+    #[error("runner setup: {0}")]
+    Setup(String),
+    /// No VM can run.
+    #[error("no microVM available: {0}")]
+    NoVm(String),
+    /// The session with the server failed.
+    #[error("{error}{}", tail_note(.stderr_tail))]
+    Session {
+        /// What went wrong.
+        error: ClientError,
+        /// The last lines of the server's stderr (and guest console).
+        stderr_tail: String,
+    },
+    /// The wall-clock limit was reached.
+    #[error("the server did not finish within the {secs} s wall-clock limit; it was killed{}", tail_note(.stderr_tail))]
+    WallClock {
+        /// The limit.
+        secs: u64,
+        /// The last lines of stderr.
+        stderr_tail: String,
+    },
+    /// A file operation failed.
+    #[error("{what}: {err}")]
+    Io {
+        /// What was being done.
+        what: String,
+        /// The error.
+        err: std::io::Error,
+    },
+}
+
+fn tail_note(tail: &str) -> String {
+    let lines: Vec<&str> = tail.lines().filter(|l| !l.trim().is_empty()).collect();
+    if lines.is_empty() {
+        return String::new();
+    }
+    let last: Vec<String> = lines[lines.len().saturating_sub(12)..]
+        .iter()
+        .map(|l| format!("  | {}", crate::display::visible_short(l, 200)))
+        .collect();
+    format!("\nlast lines of the server's stderr:\n{}", last.join("\n"))
+}
+
+impl RunnerError {
+    /// An I/O error with context.
+    pub fn io(what: &str, err: std::io::Error) -> Self {
+        RunnerError::Io {
+            what: what.to_owned(),
+            err,
+        }
+    }
+}
+
+/// The isolation boundary.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Sandbox {
+    /// A throwaway microVM (default).
+    Microvm,
+    /// Bubblewrap namespaces on the host kernel (weaker, faster).
+    Namespaces,
+    /// Nothing: the server runs on the host as you (only with --no-sandbox).
+    None,
+}
+
+impl Sandbox {
+    /// The name recorded in captures.
+    pub fn name(self) -> &'static str {
+        match self {
+            Sandbox::Microvm => "microvm",
+            Sandbox::Namespaces => "namespaces",
+            Sandbox::None => "none",
+        }
+    }
+}
+
+/// What to fetch.
+#[derive(Debug, Clone)]
+pub enum Target {
+    /// A package or remote source.
+    Source(Source),
+    /// A local command (only without a sandbox).
+    Command(Vec<String>),
+}
+
+/// Everything `fetch` needs besides the target.
+#[derive(Debug, Clone)]
+pub struct FetchOptions {
+    /// The boundary.
+    pub sandbox: Sandbox,
+    /// Protocol client options.
+    pub client: ClientOptions,
+    /// Wall-clock limit for the server's whole life.
+    pub timeout: Duration,
+    /// VM resources.
+    pub vm: vm::VmConfig,
+    /// Accelerator choice.
+    pub accel: vm::AccelChoice,
+    /// Environment variables given to the server (placeholders for secrets).
+    pub env: Vec<(String, String)>,
+    /// Extra arguments after the server's entry point.
+    pub server_args: Vec<String>,
+    /// HTTP headers for remote servers.
+    pub headers: Vec<(String, String)>,
+    /// The source as typed, for provenance.
+    pub source_text: String,
+    /// Notes to record.
+    pub notes: Vec<String>,
+}
+
+/// Fetches a manifest and returns the capture document.
+pub fn fetch(target: &Target, opts: &FetchOptions) -> Result<Value, RunnerError> {
+    process::install_interrupt_handler();
+    let t0 = Instant::now();
+    let mut prov = capture::Provenance {
+        source: opts.source_text.clone(),
+        boundary: opts.sandbox.name().into(),
+        notes: opts.notes.clone(),
+        env_placeholders: opts.env.iter().map(|(k, _)| k.clone()).collect(),
+        ..Default::default()
+    };
+    let manifest = match target {
+        Target::Source(Source::Remote(url)) => {
+            prov.boundary = "remote".into();
+            prov.backend = "http".into();
+            let m = http::fetch(url, &opts.headers, &opts.client)?;
+            prov.wall_s = Some(t0.elapsed().as_secs_f64());
+            m
+        }
+        Target::Command(argv) => {
+            if opts.sandbox != Sandbox::None {
+                return Err(RunnerError::Usage(
+                    "--command runs a program on this host: it needs --no-sandbox".into(),
+                ));
+            }
+            prov.backend = "host".into();
+            prov.argv = argv.clone();
+            let mut cmd = Command::new(&argv[0]);
+            cmd.args(&argv[1..]).args(&opts.server_args);
+            host_env(&mut cmd, &opts.env, &[]);
+            run_stdio(cmd, opts, &mut prov, t0)?
+        }
+        Target::Source(src) => {
+            let work = WorkDir::new()?;
+            let prepared = source::prepare(src, &work.path.join("pkg"))?;
+            prov.package = Some(prepared.name.clone());
+            prov.resolved_version = Some(prepared.version.clone());
+            prov.integrity = prepared.integrity.clone();
+            if matches!(prepared.runtime, source::Runtime::Python) {
+                source::precompile_python(&prepared.dir);
+            }
+            let result = match opts.sandbox {
+                Sandbox::None => {
+                    let dir = prepared.dir.display().to_string();
+                    let mut argv = prepared.argv(&dir, "node", &host_python());
+                    argv.extend(opts.server_args.iter().cloned());
+                    prov.backend = "host".into();
+                    prov.argv = argv.clone();
+                    let mut cmd = Command::new(&argv[0]);
+                    cmd.args(&argv[1..]).current_dir(&work.path);
+                    host_env(&mut cmd, &opts.env, &prepared.env(&dir));
+                    prov.prepare_s = Some(t0.elapsed().as_secs_f64());
+                    run_stdio(cmd, opts, &mut prov, t0)
+                }
+                Sandbox::Namespaces => {
+                    let image = image::find_cached().ok_or_else(|| {
+                        RunnerError::NoVm("no runtime: run `mcplint runner setup` first".into())
+                    })?;
+                    let mut argv = prepared.argv(APP_DIR, "/usr/bin/node", "/usr/bin/python3");
+                    argv.extend(opts.server_args.iter().cloned());
+                    prov.backend = "bubblewrap".into();
+                    prov.image_hash = Some(image.id());
+                    prov.argv = argv.clone();
+                    let cmd = namespaces_command(&image, &prepared, &argv, &opts.env)?;
+                    prov.prepare_s = Some(t0.elapsed().as_secs_f64());
+                    run_stdio(cmd, opts, &mut prov, t0)
+                }
+                Sandbox::Microvm => {
+                    let image = image::find_cached().ok_or_else(|| {
+                        RunnerError::NoVm("no guest image: run `mcplint runner setup` first".into())
+                    })?;
+                    let mut argv = prepared.argv(APP_DIR, "/usr/bin/node", "/usr/bin/python3");
+                    argv.extend(opts.server_args.iter().cloned());
+                    write_guest_launcher(&prepared, &argv, &opts.env)?;
+                    let disk = work.path.join("app.ext4");
+                    image::make_ext4(&prepared.dir, &disk, "app")?;
+                    let (accel, why) = vm::choose_accel(&image, opts.accel)?;
+                    if let Some(why) = why {
+                        prov.notes.push(format!("KVM not used: {why}"));
+                    }
+                    prov.backend = "qemu-microvm".into();
+                    prov.accelerator = Some(accel.name().into());
+                    prov.image_hash = Some(image.id());
+                    prov.argv = argv;
+                    let cmd = vm::command(&image, Some(&disk), &opts.vm, accel)?;
+                    prov.prepare_s = Some(t0.elapsed().as_secs_f64());
+                    run_stdio(cmd, opts, &mut prov, t0)
+                }
+            };
+            drop(work);
+            result?
+        }
+    };
+    Ok(capture::build(&manifest, &prov))
+}
+
+fn host_python() -> String {
+    std::env::var("MCPLINT_PYTHON").unwrap_or_else(|_| "python3".into())
+}
+
+/// The environment of a server run on the host: not the user's (which may
+/// hold credentials), only what is needed to find programs.
+fn host_env(cmd: &mut Command, env: &[(String, String)], extra: &[(String, String)]) {
+    cmd.env_clear();
+    for k in ["PATH", "HOME", "LANG", "PYENV_ROOT", "PYENV_VERSION"] {
+        if let Some(v) = std::env::var_os(k) {
+            cmd.env(k, v);
+        }
+    }
+    for (k, v) in extra.iter().chain(env) {
+        cmd.env(k, v);
+    }
+}
+
+/// Single-quotes a string for the guest's shell.
+fn sh_quote(s: &str) -> String {
+    format!("'{}'", s.replace('\'', "'\\''"))
+}
+
+/// Writes `/app/.mcplint-run.sh` (the guest's launcher) and the marker the
+/// guest init looks for.
+fn write_guest_launcher(
+    p: &Prepared,
+    argv: &[String],
+    env: &[(String, String)],
+) -> Result<(), RunnerError> {
+    let mut s = String::from("# written by mcplint fetch\nexport PATH=/usr/bin:/bin HOME=/tmp LANG=C.UTF-8 TMPDIR=/tmp\n");
+    for (k, v) in p.env(APP_DIR).iter().chain(env) {
+        s.push_str(&format!("export {k}={}\n", sh_quote(v)));
+    }
+    s.push_str("exec");
+    for a in argv {
+        s.push(' ');
+        s.push_str(&sh_quote(a));
+    }
+    s.push('\n');
+    std::fs::write(p.dir.join(".mcplint-run.sh"), s)
+        .map_err(|e| RunnerError::io("writing the launcher", e))?;
+    std::fs::write(p.dir.join(".mcplint-app"), "")
+        .map_err(|e| RunnerError::io("writing the marker", e))
+}
+
+/// bubblewrap around the server itself: no network, read-only runtime and
+/// package, an unprivileged user, an empty home.
+fn namespaces_command(
+    image: &image::Image,
+    p: &Prepared,
+    argv: &[String],
+    env: &[(String, String)],
+) -> Result<Command, RunnerError> {
+    let bwrap = vm::which("bwrap")
+        .ok_or_else(|| RunnerError::NoVm("bubblewrap (bwrap) is not installed".into()))?;
+    let mut c = Command::new(bwrap);
+    c.args([
+        "--unshare-all",
+        "--die-with-parent",
+        "--new-session",
+        "--cap-drop",
+        "ALL",
+    ])
+    .args(["--uid", "65534", "--gid", "65534"])
+    .arg("--ro-bind")
+    .arg(image.runtime_dir())
+    .arg("/usr")
+    .args([
+        "--symlink",
+        "usr/lib",
+        "/lib",
+        "--symlink",
+        "usr/lib64",
+        "/lib64",
+        "--symlink",
+        "usr/bin",
+        "/bin",
+    ])
+    .args([
+        "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--dir", "/home", "--chdir", "/tmp",
+    ])
+    .arg("--ro-bind")
+    .arg(&p.dir)
+    .arg(APP_DIR)
+    .arg("--clearenv")
+    .args([
+        "--setenv",
+        "PATH",
+        "/usr/bin:/bin",
+        "--setenv",
+        "HOME",
+        "/tmp",
+        "--setenv",
+        "LANG",
+        "C.UTF-8",
+    ]);
+    for (k, v) in p.env(APP_DIR).iter().chain(env) {
+        c.arg("--setenv").arg(k).arg(v);
+    }
+    c.arg("--").args(argv);
+    c.env_clear();
+    Ok(c)
+}
+
+/// A temporary folder removed on drop and on Ctrl-C.
+struct WorkDir {
+    path: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl WorkDir {
+    fn new() -> Result<Self, RunnerError> {
+        let dir = tempfile::Builder::new()
+            .prefix("mcplint-fetch-")
+            .tempdir()
+            .map_err(|e| RunnerError::io("creating a temporary folder", e))?;
+        let path = dir.path().to_path_buf();
+        process::register_dir(path.clone());
+        Ok(WorkDir { path, _dir: dir })
+    }
+}
+
+impl Drop for WorkDir {
+    fn drop(&mut self) {
+        process::unregister_dir(&self.path);
+    }
+}
+
+/// Runs one stdio session with a wall-clock watchdog.
+fn run_stdio(
+    cmd: Command,
+    opts: &FetchOptions,
+    prov: &mut capture::Provenance,
+    t0: Instant,
+) -> Result<Manifest, RunnerError> {
+    let program = cmd.get_program().to_string_lossy().into_owned();
+    let (mut run, stdin, stdout) =
+        Running::spawn(cmd).map_err(|e| RunnerError::io(&format!("starting {program}"), e))?;
+    let spawned = Instant::now();
+    let pipe = LinePipe::new(
+        Box::new(stdin),
+        Box::new(stdout),
+        opts.client.max_bytes,
+        opts.client.max_line,
+    );
+    let watchdog = Watchdog::start(run.id(), opts.timeout);
+    let mut client = Client::new(pipe, opts.client.clone());
+    let result = client.fetch();
+    // Closing stdin asks the server (and so the guest) to end.
+    drop(client.into_transport());
+    let fired = watchdog.stop();
+    // After a clean session, give the server (or guest) a moment to exit on
+    // its own; after a failure, kill it at once.
+    run.finish(if result.is_ok() {
+        Duration::from_secs(2)
+    } else {
+        Duration::from_millis(200)
+    });
+    prov.stderr_tail = run.stderr.text();
+    prov.wall_s = Some(t0.elapsed().as_secs_f64());
+    if let Some(at) = run.stderr.seen("mcplint-guest: start") {
+        prov.boot_s = Some(at.duration_since(spawned).as_secs_f64());
+    }
+    match result {
+        Ok(m) => Ok(m),
+        Err(_) if fired => Err(RunnerError::WallClock {
+            secs: opts.timeout.as_secs(),
+            stderr_tail: prov.stderr_tail.clone(),
+        }),
+        Err(error) => Err(RunnerError::Session {
+            error,
+            stderr_tail: prov.stderr_tail.clone(),
+        }),
+    }
+}
+
+/// Kills a process group when its time is up.
+struct Watchdog {
+    stop: std::sync::mpsc::Sender<()>,
+    handle: std::thread::JoinHandle<bool>,
+}
+
+impl Watchdog {
+    fn start(pid: u32, limit: Duration) -> Self {
+        let (tx, rx) = std::sync::mpsc::channel::<()>();
+        let handle = std::thread::spawn(move || match rx.recv_timeout(limit) {
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+                if let Ok(raw) = i32::try_from(pid) {
+                    let p = nix::unistd::Pid::from_raw(raw);
+                    let _ = nix::sys::signal::killpg(p, nix::sys::signal::Signal::SIGKILL);
+                    let _ = nix::sys::signal::kill(p, nix::sys::signal::Signal::SIGKILL);
+                }
+                true
+            }
+            _ => false,
+        });
+        Watchdog { stop: tx, handle }
+    }
+
+    fn stop(self) -> bool {
+        let _ = self.stop.send(());
+        self.handle.join().unwrap_or(false)
+    }
+}

@@ -1,0 +1,252 @@
+//! Spawning a server (or QEMU, or bubblewrap) with its stdio as the MCP pipe,
+//! keeping the tail of its stderr, and making sure it dies.
+//!
+//! Every child is registered in a process-wide list so the Ctrl-C handler
+//! can kill it and remove the session's temporary files; the [`Running`]
+//! guard kills it on drop, so errors and panics clean up too.
+
+use std::collections::VecDeque;
+use std::io::Read;
+use std::path::PathBuf;
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::{kill, killpg, Signal};
+use nix::unistd::Pid;
+
+/// How much of the server's stderr is kept (the tail).
+pub const STDERR_TAIL: usize = 64 * 1024;
+
+/// Children and folders to clean up if the user presses Ctrl-C.
+#[derive(Default)]
+struct Registry {
+    pids: Vec<u32>,
+    dirs: Vec<PathBuf>,
+}
+
+fn registry() -> &'static Mutex<Registry> {
+    static R: OnceLock<Mutex<Registry>> = OnceLock::new();
+    R.get_or_init(|| Mutex::new(Registry::default()))
+}
+
+/// Installs the Ctrl-C handler once: kills every registered child (and its
+/// process group), removes registered folders, exits 130.
+pub fn install_interrupt_handler() {
+    static ONCE: OnceLock<()> = OnceLock::new();
+    ONCE.get_or_init(|| {
+        let _ = ctrlc::set_handler(|| {
+            if let Ok(r) = registry().lock() {
+                for &pid in &r.pids {
+                    kill_tree(pid);
+                }
+                for d in &r.dirs {
+                    let _ = std::fs::remove_dir_all(d);
+                }
+            }
+            eprintln!("mcplint: interrupted; the server was killed and its files removed");
+            std::process::exit(130);
+        });
+    });
+}
+
+/// Registers a folder to remove on Ctrl-C (it is removed normally by its
+/// owner's drop).
+pub fn register_dir(p: PathBuf) {
+    if let Ok(mut r) = registry().lock() {
+        r.dirs.push(p);
+    }
+}
+
+/// Forgets a folder registered with [`register_dir`].
+pub fn unregister_dir(p: &std::path::Path) {
+    if let Ok(mut r) = registry().lock() {
+        r.dirs.retain(|d| d != p);
+    }
+}
+
+fn kill_tree(pid: u32) {
+    let Ok(raw) = i32::try_from(pid) else { return };
+    // Children are started in their own process group: kill all of it.
+    let _ = killpg(Pid::from_raw(raw), Signal::SIGKILL);
+    let _ = kill(Pid::from_raw(raw), Signal::SIGKILL);
+}
+
+/// The last bytes of a stream, kept while the rest is drained and dropped.
+#[derive(Clone, Default)]
+pub struct Tail(Arc<Mutex<TailInner>>);
+
+#[derive(Default)]
+struct TailInner {
+    buf: VecDeque<u8>,
+    total: u64,
+    marks: Vec<(&'static str, Instant)>,
+}
+
+/// Lines the guest init prints, whose arrival times are kept.
+pub const MARKERS: &[&str] = &["mcplint-guest: init", "mcplint-guest: start"];
+
+impl Tail {
+    /// The kept bytes, lossily decoded.
+    pub fn text(&self) -> String {
+        let Ok(t) = self.0.lock() else {
+            return String::new();
+        };
+        let (a, b) = t.buf.as_slices();
+        let mut v = a.to_vec();
+        v.extend_from_slice(b);
+        String::from_utf8_lossy(&v).into_owned()
+    }
+
+    /// When `marker` (one of [`MARKERS`]) first appeared.
+    pub fn seen(&self, marker: &str) -> Option<Instant> {
+        let t = self.0.lock().ok()?;
+        t.marks
+            .iter()
+            .find(|(m, _)| *m == marker)
+            .map(|(_, at)| *at)
+    }
+
+    /// How many bytes went by in all.
+    pub fn total(&self) -> u64 {
+        self.0.lock().map(|t| t.total).unwrap_or(0)
+    }
+
+    fn drain(self, mut r: impl Read) {
+        let mut buf = [0u8; 8192];
+        loop {
+            match r.read(&mut buf) {
+                Ok(0) | Err(_) => return,
+                Ok(n) => {
+                    if let Ok(mut t) = self.0.lock() {
+                        t.total += n as u64;
+                        t.buf.extend(&buf[..n]);
+                        if t.marks.len() < MARKERS.len() && t.total < 4 * 1024 * 1024 {
+                            // Look in the chunk plus what precedes it, so a
+                            // marker split across reads is still found.
+                            let from = t.buf.len().saturating_sub(n + 64);
+                            let window: Vec<u8> = t.buf.range(from..).copied().collect();
+                            let now = Instant::now();
+                            for m in MARKERS {
+                                if !t.marks.iter().any(|(x, _)| x == m)
+                                    && window.windows(m.len()).any(|w| w == m.as_bytes())
+                                {
+                                    t.marks.push((m, now));
+                                }
+                            }
+                        }
+                        let over = t.buf.len().saturating_sub(STDERR_TAIL);
+                        t.buf.drain(..over);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// A running child whose stdio is the MCP pipe. Killed on drop.
+pub struct Running {
+    child: Child,
+    /// The tail of its stderr.
+    pub stderr: Tail,
+    /// When it was spawned.
+    pub started: Instant,
+    stderr_thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Running {
+    /// Spawns `cmd` with piped stdio in a new process group.
+    pub fn spawn(mut cmd: Command) -> std::io::Result<(Running, ChildStdin, ChildStdout)> {
+        use std::os::unix::process::CommandExt;
+        install_interrupt_handler();
+        cmd.stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        cmd.process_group(0);
+        let started = Instant::now();
+        let mut child = cmd.spawn()?;
+        if let Ok(mut r) = registry().lock() {
+            r.pids.push(child.id());
+        }
+        let stdin = child
+            .stdin
+            .take()
+            .ok_or_else(|| std::io::Error::other("no stdin pipe"))?;
+        let stdout = child
+            .stdout
+            .take()
+            .ok_or_else(|| std::io::Error::other("no stdout pipe"))?;
+        let stderr = child
+            .stderr
+            .take()
+            .ok_or_else(|| std::io::Error::other("no stderr pipe"))?;
+        let tail = Tail::default();
+        let t2 = tail.clone();
+        let handle = std::thread::Builder::new()
+            .name("server-stderr".into())
+            .spawn(move || t2.drain(stderr))
+            .ok();
+        Ok((
+            Running {
+                child,
+                stderr: tail,
+                started,
+                stderr_thread: handle,
+            },
+            stdin,
+            stdout,
+        ))
+    }
+
+    /// The exit status if the child has exited (without waiting).
+    pub fn finish_if_exited(&mut self) -> Option<std::process::ExitStatus> {
+        self.child.try_wait().ok().flatten()
+    }
+
+    /// The child's pid.
+    pub fn id(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Waits up to `grace` for a clean exit (after stdin was closed), then
+    /// kills the whole process group. Returns the exit status if it exited.
+    pub fn finish(&mut self, grace: Duration) -> Option<std::process::ExitStatus> {
+        let deadline = Instant::now() + grace;
+        let status = loop {
+            match self.child.try_wait() {
+                Ok(Some(s)) => break Some(s),
+                Ok(None) if Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(20))
+                }
+                _ => break None,
+            }
+        };
+        self.kill();
+        // Give the stderr thread a moment to take the last bytes.
+        if let Some(h) = self.stderr_thread.take() {
+            let until = Instant::now() + Duration::from_millis(500);
+            while !h.is_finished() && Instant::now() < until {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            if h.is_finished() {
+                let _ = h.join();
+            }
+        }
+        status
+    }
+
+    fn kill(&mut self) {
+        kill_tree(self.child.id());
+        let _ = self.child.wait();
+        if let Ok(mut r) = registry().lock() {
+            let id = self.child.id();
+            r.pids.retain(|&p| p != id);
+        }
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}

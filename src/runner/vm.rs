@@ -1,0 +1,310 @@
+//! The QEMU `microvm` backend, and the bubblewrap boundary around QEMU itself.
+//!
+//! Layout of a run (recipe and traps measured in shared/runner/NOTES.md):
+//! - the extracted vmlinux boots through PVH with the initramfs (padded to
+//!   4 KiB); microvm keeps ACPI on, the only way this kernel finds its
+//!   virtio-mmio devices;
+//! - the runtime disk and the package disk are read-only virtio-blk devices;
+//! - the MCP channel is a virtio-serial port named `mcp` wired to QEMU's own
+//!   stdin/stdout (a clean byte pipe); the guest console and the server's
+//!   stderr go to the serial port, wired to QEMU's stderr;
+//! - no network device at all;
+//! - QEMU runs under its seccomp sandbox, as uid 65534, inside bubblewrap
+//!   with no network namespace of its own and only the files it needs.
+//!
+//! KVM is used only when a tiny probe guest actually boots under it (on these
+//! machines `/dev/kvm` is nested PVM, under which a stock kernel never
+//! boots); the verdict is cached per host kernel and image. Otherwise TCG,
+//! which needs `tsc_early_khz` because calibration fails without a PIT/HPET.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+use super::image::Image;
+use super::process::Running;
+use super::RunnerError;
+
+/// Which accelerator to use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum AccelChoice {
+    /// KVM if a probe guest boots under it, else TCG.
+    Auto,
+    /// KVM only (fails if it does not work).
+    Kvm,
+    /// Software emulation only.
+    Tcg,
+}
+
+/// The accelerator a VM ran with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Accel {
+    /// Hardware virtualisation.
+    Kvm,
+    /// QEMU's software emulation.
+    Tcg,
+}
+
+impl Accel {
+    /// Lower-case name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Accel::Kvm => "kvm",
+            Accel::Tcg => "tcg",
+        }
+    }
+}
+
+/// Resources of one VM.
+#[derive(Debug, Clone)]
+pub struct VmConfig {
+    /// Guest memory in MiB.
+    pub memory_mib: u32,
+    /// vCPUs.
+    pub cpus: u32,
+}
+
+/// The QEMU binary.
+pub fn qemu_binary() -> Result<PathBuf, RunnerError> {
+    which("qemu-system-x86_64").ok_or_else(|| {
+        RunnerError::NoVm("qemu-system-x86_64 is not installed (run scripts/install-runner-deps.sh: it comes from bookworm-backports)".into())
+    })
+}
+
+/// Finds a program on PATH.
+pub fn which(name: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|d| d.join(name))
+        .find(|p| p.is_file())
+}
+
+/// The host TSC frequency in kHz, from /proc/cpuinfo.
+fn tsc_khz() -> Option<u64> {
+    let info = std::fs::read_to_string("/proc/cpuinfo").ok()?;
+    let mhz: f64 = info
+        .lines()
+        .find(|l| l.starts_with("cpu MHz"))?
+        .split(':')
+        .nth(1)?
+        .trim()
+        .parse()
+        .ok()?;
+    Some((mhz * 1000.0) as u64)
+}
+
+/// The kernel command line.
+fn cmdline(accel: Accel, probe: bool) -> String {
+    let mut s = String::from("console=ttyS0 quiet panic=-1 mitigations=off nokaslr rdinit=/init");
+    if accel == Accel::Tcg {
+        if let Some(k) = tsc_khz() {
+            s.push_str(&format!(" tsc_early_khz={k}"));
+        }
+    }
+    if probe {
+        s.push_str(" mcplint.probe=1");
+    }
+    s
+}
+
+/// The whole command: bubblewrap around QEMU. `app_disk` is the package disk
+/// (absent for the probe).
+pub fn command(
+    image: &Image,
+    app_disk: Option<&Path>,
+    cfg: &VmConfig,
+    accel: Accel,
+) -> Result<Command, RunnerError> {
+    let qemu = qemu_binary()?;
+    let bwrap = which("bwrap").ok_or_else(|| {
+        RunnerError::NoVm("bubblewrap (bwrap) is not installed; QEMU runs inside it (run scripts/install-runner-deps.sh)".into())
+    })?;
+    let mut c = Command::new(bwrap);
+    c.args([
+        "--unshare-all",
+        "--die-with-parent",
+        "--new-session",
+        "--cap-drop",
+        "ALL",
+    ])
+    .args(["--uid", "65534", "--gid", "65534"])
+    .args(["--ro-bind", "/usr", "/usr"])
+    .args([
+        "--symlink",
+        "usr/lib",
+        "/lib",
+        "--symlink",
+        "usr/lib64",
+        "/lib64",
+    ])
+    .args([
+        "--symlink",
+        "usr/bin",
+        "/bin",
+        "--symlink",
+        "usr/sbin",
+        "/sbin",
+    ])
+    .args(["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"])
+    .arg("--ro-bind")
+    .arg(&image.dir)
+    .arg("/img");
+    if let Some(d) = app_disk {
+        c.arg("--ro-bind").arg(d).arg("/disk/app.ext4");
+    }
+    if accel == Accel::Kvm {
+        c.args(["--dev-bind", "/dev/kvm", "/dev/kvm"]);
+    }
+    c.arg("--").arg(qemu);
+    c.args(["-M", "microvm,pit=on,pic=on,rtc=on,acpi=on"]);
+    match accel {
+        Accel::Kvm => c.args(["-accel", "kvm", "-cpu", "host"]),
+        Accel::Tcg => c.args(["-accel", "tcg,thread=multi", "-cpu", "max"]),
+    };
+    c.args([
+        "-m",
+        &cfg.memory_mib.to_string(),
+        "-smp",
+        &cfg.cpus.max(1).to_string(),
+    ])
+    .args([
+        "-nodefaults",
+        "-no-user-config",
+        "-no-reboot",
+        "-display",
+        "none",
+    ])
+    .args([
+        "-sandbox",
+        "on,obsolete=deny,elevateprivileges=deny,spawn=deny,resourcecontrol=deny",
+    ])
+    // Guest console and server stderr -> QEMU's stderr.
+    .args([
+        "-chardev",
+        "file,id=con,path=/proc/self/fd/2",
+        "-serial",
+        "chardev:con",
+    ])
+    // The MCP channel -> QEMU's stdin/stdout.
+    .args([
+        "-chardev",
+        "stdio,id=mcp,signal=off",
+        "-device",
+        "virtio-serial-device",
+    ])
+    .args(["-device", "virtserialport,chardev=mcp,name=mcp"])
+    .args(["-device", "virtio-rng-device"])
+    .args(["-kernel", "/img/vmlinux", "-initrd", "/img/initrd.cpio"])
+    .args([
+        "-drive",
+        "file=/img/runtime.ext4,if=none,id=rt,format=raw,readonly=on",
+    ])
+    .args(["-device", "virtio-blk-device,drive=rt"]);
+    if app_disk.is_some() {
+        c.args([
+            "-drive",
+            "file=/disk/app.ext4,if=none,id=app,format=raw,readonly=on",
+        ])
+        .args(["-device", "virtio-blk-device,drive=app"]);
+    }
+    c.arg("-append").arg(cmdline(accel, app_disk.is_none()));
+    c.env_clear();
+    Ok(c)
+}
+
+/// Decides the accelerator: asks for KVM only if it really boots a guest.
+/// Returns the accelerator and, when KVM was refused, why.
+pub fn choose_accel(
+    image: &Image,
+    choice: AccelChoice,
+) -> Result<(Accel, Option<String>), RunnerError> {
+    if choice == AccelChoice::Tcg {
+        return Ok((Accel::Tcg, None));
+    }
+    let verdict = kvm_verdict(image);
+    match (choice, verdict) {
+        (_, Ok(())) => Ok((Accel::Kvm, None)),
+        (AccelChoice::Kvm, Err(why)) => Err(RunnerError::NoVm(format!(
+            "--accel kvm: KVM does not work here: {why}"
+        ))),
+        (_, Err(why)) => Ok((Accel::Tcg, Some(why))),
+    }
+}
+
+fn kvm_verdict(image: &Image) -> Result<(), String> {
+    let kvm = Path::new("/dev/kvm");
+    if !kvm.exists() {
+        return Err("no /dev/kvm".into());
+    }
+    if std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(kvm)
+        .is_err()
+    {
+        return Err("/dev/kvm cannot be opened".into());
+    }
+    let host = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+    let key = format!("{}|{}", host.trim(), image.hash);
+    let cache = super::image::cache_root().join("kvm-verdict.json");
+    if let Ok(bytes) = std::fs::read(&cache) {
+        if let Ok(v) = serde_json::from_slice::<Value>(&bytes) {
+            if v.get("key").and_then(Value::as_str) == Some(key.as_str()) {
+                return match v.get("works").and_then(Value::as_bool) {
+                    Some(true) => Ok(()),
+                    _ => Err(v
+                        .get("why")
+                        .and_then(Value::as_str)
+                        .unwrap_or("probe failed")
+                        .to_owned()),
+                };
+            }
+        }
+    }
+    let result = probe_kvm(image);
+    let record = json!({"key": key, "works": result.is_ok(), "why": result.as_ref().err(), "at": super::capture::utc_now()});
+    let _ = super::capture::write_atomic(&cache, &record);
+    result
+}
+
+/// Boots the probe guest under KVM: it prints a marker from /init and powers off.
+fn probe_kvm(image: &Image) -> Result<(), String> {
+    const LIMIT: Duration = Duration::from_secs(15);
+    let cfg = VmConfig {
+        memory_mib: 256,
+        cpus: 1,
+    };
+    let cmd = command(image, None, &cfg, Accel::Kvm).map_err(|e| e.to_string())?;
+    let (mut run, stdin, _stdout) =
+        Running::spawn(cmd).map_err(|e| format!("could not start QEMU: {e}"))?;
+    let start = Instant::now();
+    while start.elapsed() < LIMIT {
+        if run.stderr.text().contains("mcplint-guest: probe ok") {
+            drop(stdin);
+            run.finish(Duration::from_secs(2));
+            return Ok(());
+        }
+        if let Some(st) = run.finish_if_exited() {
+            let tail = run.stderr.text();
+            let last = tail
+                .lines()
+                .rev()
+                .find(|l| !l.trim().is_empty())
+                .unwrap_or("")
+                .to_owned();
+            return Err(format!(
+                "a probe guest did not boot under KVM (QEMU {st}: {})",
+                crate::display::visible_short(&last, 160)
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    drop(stdin);
+    run.finish(Duration::ZERO);
+    Err(format!(
+        "a probe guest did not reach /init under KVM within {} s (nested or emulating KVM, e.g. PVM)",
+        LIMIT.as_secs()
+    ))
+}
