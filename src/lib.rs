@@ -6,6 +6,7 @@
 //! [`finding`]s, and the CLI ([`cli`]) renders them. Nothing below imports what
 //! is above it.
 
+pub mod approval;
 pub mod cli;
 pub mod display;
 pub mod finding;
