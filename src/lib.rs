@@ -8,6 +8,7 @@
 
 pub mod approval;
 pub mod cli;
+pub mod config;
 pub mod display;
 pub mod finding;
 pub mod fingerprint;
