@@ -5,3 +5,4 @@
 //! [`store`] reads and writes one approval file per server.
 
 pub mod diff;
+pub mod store;
