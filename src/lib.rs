@@ -13,3 +13,4 @@ pub mod display;
 pub mod finding;
 pub mod fingerprint;
 pub mod manifest;
+pub mod report;

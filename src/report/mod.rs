@@ -1,0 +1,3 @@
+//! Reports: rendering findings and changes.
+
+pub mod diff;
