@@ -4,5 +4,7 @@
 //! [`diff`] compares two versions of a server parameter by parameter;
 //! [`store`] reads and writes one approval file per server.
 
+pub mod check;
 pub mod diff;
+pub mod source;
 pub mod store;

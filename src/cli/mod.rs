@@ -3,8 +3,11 @@
 //! Exit codes: 0 ok; 1 findings or changes at or above the threshold; 2 bad
 //! input or usage. Every command lives in its own file here.
 
+mod approve;
+mod diff;
 mod fingerprint;
 mod inspect;
+mod verify;
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -87,6 +90,12 @@ pub enum Command {
     Inspect(inspect::Args),
     /// Print the article's fingerprint of each file's tool list.
     Fingerprint(fingerprint::Args),
+    /// Record a review of servers in mcplint.toml as approvals.
+    Approve(approve::Args),
+    /// Show what changed between two manifests, or since the approvals.
+    Diff(diff::Args),
+    /// Check current manifests against the approvals (quiet when all match).
+    Verify(verify::Args),
     /// Print a shell completion script.
     Completions {
         /// The shell.
@@ -113,6 +122,9 @@ pub fn run(cli: Cli) -> i32 {
     let result = match cli.command {
         Command::Inspect(args) => inspect::run(&args, &opts),
         Command::Fingerprint(args) => fingerprint::run(&args, &opts),
+        Command::Approve(args) => Ok(approve::run(&args, &opts)),
+        Command::Diff(args) => Ok(diff::run(&args, &opts)),
+        Command::Verify(args) => Ok(verify::run(&args, &opts)),
         Command::Completions { shell } => {
             let mut cmd = Cli::command();
             clap_complete::generate(shell, &mut cmd, "mcplint", &mut std::io::stdout());

@@ -86,15 +86,47 @@ pub fn inline_word_diff(old: &str, new: &str, color: bool, indent: &str) -> Stri
     let diff = TextDiff::configure()
         .timeout(Duration::from_millis(250))
         .diff_words(old, new);
-    // Consecutive tokens with the same tag form one run, so a run of words
-    // reads as one edit.
+    // Whitespace between two edits belongs to both sides of the edit, so a
+    // rewritten phrase reads as one deletion and one insertion rather than
+    // word by word.
+    let tokens: Vec<(ChangeTag, &str)> = diff
+        .iter_all_changes()
+        .map(|c| (c.tag(), c.value()))
+        .collect();
     let mut runs: Vec<(ChangeTag, String)> = Vec::new();
-    for c in diff.iter_all_changes() {
-        match runs.last_mut() {
-            Some((tag, text)) if *tag == c.tag() => text.push_str(c.value()),
-            _ => runs.push((c.tag(), c.value().to_string())),
+    let mut pending_del = String::new();
+    let mut pending_ins = String::new();
+    let flush = |runs: &mut Vec<(ChangeTag, String)>, del: &mut String, ins: &mut String| {
+        if !del.is_empty() {
+            runs.push((ChangeTag::Delete, std::mem::take(del)));
+        }
+        if !ins.is_empty() {
+            runs.push((ChangeTag::Insert, std::mem::take(ins)));
+        }
+    };
+    for (i, &(tag, value)) in tokens.iter().enumerate() {
+        let in_edit = !pending_del.is_empty() || !pending_ins.is_empty();
+        let bridges = tag == ChangeTag::Equal
+            && value.trim().is_empty()
+            && in_edit
+            && tokens.get(i + 1).is_some_and(|n| n.0 != ChangeTag::Equal);
+        match tag {
+            ChangeTag::Delete => pending_del.push_str(value),
+            ChangeTag::Insert => pending_ins.push_str(value),
+            ChangeTag::Equal if bridges => {
+                pending_del.push_str(value);
+                pending_ins.push_str(value);
+            }
+            ChangeTag::Equal => {
+                flush(&mut runs, &mut pending_del, &mut pending_ins);
+                match runs.last_mut() {
+                    Some((ChangeTag::Equal, text)) => text.push_str(value),
+                    _ => runs.push((ChangeTag::Equal, value.to_string())),
+                }
+            }
         }
     }
+    flush(&mut runs, &mut pending_del, &mut pending_ins);
     let mut out = String::new();
     for (tag, raw) in runs {
         let text = visible_with(&raw, true).replace('\n', &format!("\n{indent}"));

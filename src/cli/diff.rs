@@ -1,0 +1,91 @@
+//! `mcplint diff [APPROVED CURRENT]`: what changed, parameter by parameter.
+
+use std::path::{Path, PathBuf};
+
+use crate::approval::check::{check_config, Mode};
+use crate::approval::diff::{diff_loaded, DiffOptions};
+use crate::approval::store;
+use crate::config::Config;
+use crate::manifest::load::{load_file, LoadOptions};
+use crate::manifest::Loaded;
+use crate::report::diff::{render, DiffFormat};
+
+/// Arguments of `mcplint diff`.
+#[derive(Debug, clap::Args)]
+#[command(after_help = "\
+With two files, compares them (any input kinds; an approval file is one).
+Without, compares every server in mcplint.toml with its approval and
+reports servers without approvals, moved pins and stale approvals.
+
+Exit codes: 0 nothing changed, 1 something changed, 2 bad input.
+
+Examples:
+  mcplint diff .mcplint/approvals/weather.json captures/weather.json
+  mcplint diff --format markdown > comment.md
+  mcplint diff --format sarif > mcplint.sarif")]
+pub struct Args {
+    /// The approved (old) manifest.
+    #[arg(value_name = "APPROVED", requires = "current")]
+    pub approved: Option<PathBuf>,
+    /// The current (new) manifest.
+    #[arg(value_name = "CURRENT")]
+    pub current: Option<PathBuf>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = DiffFormat::Human)]
+    pub format: DiffFormat,
+    /// The project configuration (without APPROVED and CURRENT).
+    #[arg(long, value_name = "PATH", default_value = "mcplint.toml")]
+    pub config: PathBuf,
+}
+
+/// Loads a manifest; an approval file is checked against its fingerprints.
+pub fn load_manifest(path: &Path, opts: &LoadOptions) -> miette::Result<Loaded> {
+    let loaded = load_file(path, opts)?;
+    let root = loaded.doc.root();
+    if loaded.doc.kind(root) == crate::manifest::Kind::Object
+        && loaded.doc.get(root, "mcplint_approval").is_some()
+    {
+        return Ok(store::load(path, opts)?.loaded);
+    }
+    Ok(loaded)
+}
+
+/// Runs the command; errors are printed and give exit code 2.
+pub fn run(args: &Args, opts: &LoadOptions) -> i32 {
+    match run_inner(args, opts) {
+        Ok(code) => code,
+        Err(e) => {
+            super::report_error(e);
+            super::EXIT_ERROR
+        }
+    }
+}
+
+fn run_inner(args: &Args, opts: &LoadOptions) -> miette::Result<i32> {
+    let color = args.format == DiffFormat::Human && super::stdout_color();
+    if let (Some(a), Some(c)) = (&args.approved, &args.current) {
+        let before = load_manifest(a, opts)?;
+        let after = load_manifest(c, opts)?;
+        let changes = diff_loaded(&before, &after, DiffOptions::default())
+            .map_err(|e| miette::miette!("{e}"))?;
+        print!("{}", render(&changes, args.format, color));
+        return Ok(if changes.is_empty() {
+            super::EXIT_OK
+        } else {
+            super::EXIT_FINDINGS
+        });
+    }
+    let cfg = Config::load(&args.config)?;
+    let outcome = check_config(&cfg, opts, Mode::Diff, DiffOptions::default());
+    print!("{}", render(&outcome.changes, args.format, color));
+    for name in &outcome.reordered {
+        eprintln!(
+            "mcplint: {}: the fingerprint differs but nothing changed in meaning (the order inside a list changed)",
+            crate::display::visible(name)
+        );
+    }
+    for e in outcome.errors.iter() {
+        eprintln!("{e:?}");
+    }
+    Ok(outcome.exit_code())
+}
