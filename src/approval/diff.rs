@@ -90,7 +90,40 @@ pub fn word_stats(old: &str, new: &str) -> (usize, usize) {
     (ins, del)
 }
 
-/// Severity and summary of a text change: words inserted make it new text
+/// Words that are new in `new`: inserted tokens whose core (ASCII
+/// punctuation trimmed, lowercased) is not among the deleted tokens, so
+/// "Nested option." → "Nested." is a deletion, not new text. Invisible
+/// characters are not punctuation: inserting them is new text.
+pub fn new_words(old: &str, new: &str) -> usize {
+    if old == new {
+        return 0;
+    }
+    let diff = TextDiff::configure()
+        .timeout(Duration::from_millis(250))
+        .diff_words(old, new);
+    let core = |s: &str| {
+        s.trim_matches(|c: char| c.is_ascii_punctuation() || c.is_whitespace())
+            .to_lowercase()
+    };
+    let mut deleted: Vec<String> = Vec::new();
+    let mut inserted: Vec<String> = Vec::new();
+    for c in diff.iter_all_changes() {
+        if c.value().trim().is_empty() {
+            continue;
+        }
+        match c.tag() {
+            ChangeTag::Delete => deleted.push(core(c.value())),
+            ChangeTag::Insert => inserted.push(core(c.value())),
+            ChangeTag::Equal => {}
+        }
+    }
+    inserted
+        .iter()
+        .filter(|w| !w.is_empty() && !deleted.contains(w))
+        .count()
+}
+
+/// Severity and summary of a text change: new words make it new text
 /// (`new_text`), deletions alone `removed`, whitespace alone info.
 fn text_severity(
     old: &str,
@@ -99,12 +132,14 @@ fn text_severity(
     removed: Severity,
 ) -> (Severity, String, bool) {
     let (ins, del) = word_stats(old, new);
-    if ins > 0 {
-        (new_text, format!("+{ins} words, -{del} words"), true)
-    } else if del > 0 {
-        (removed, format!("-{del} words"), false)
+    if ins == 0 && del == 0 {
+        return (Severity::Info, "whitespace only".into(), false);
+    }
+    let summary = format!("+{ins} words, -{del} words");
+    if new_words(old, new) > 0 {
+        (new_text, summary, true)
     } else {
-        (Severity::Info, "whitespace only".into(), false)
+        (removed, summary, false)
     }
 }
 
@@ -488,7 +523,11 @@ impl Differ<'_, '_> {
                 String::new(),
                 None,
                 Some(t.node),
-                format!("tool `{}` added ({params} parameters)", t.name),
+                format!(
+                    "tool `{}` added ({params} parameter{})",
+                    t.name,
+                    if params == 1 { "" } else { "s" }
+                ),
             );
         }
 

@@ -486,11 +486,15 @@ pub fn markdown(changes: &[Change]) -> String {
             .unwrap_or_else(|| "server".into());
         let _ = write!(
             out,
-            "<details>\n<summary><b>{}</b> {} — {} {}</summary>\n\n",
+            "<details>\n<summary><b>{}</b> {} — {}{}</summary>\n\n",
             c.severity.name(),
             c.kind.name(),
             name,
-            md_cell(&c.path),
+            if c.path.is_empty() {
+                String::new()
+            } else {
+                format!(" {}", md_cell(&c.path))
+            },
         );
         if !c.rules.is_empty() {
             let _ = writeln!(out, "New text trips: {}\n", md_cell(&c.rules.join(", ")));
@@ -498,7 +502,10 @@ pub fn markdown(changes: &[Change]) -> String {
         if let Some(l) = c.location() {
             let _ = writeln!(out, "At {}:{}:{}\n", md_cell(&l.file), l.line, l.column);
         }
-        let _ = write!(out, "{fence}diff\n{body}{fence}\n\n</details>\n\n");
+        if !body.is_empty() {
+            let _ = write!(out, "{fence}diff\n{body}{fence}\n\n");
+        }
+        out.push_str("</details>\n\n");
     }
     out
 }
