@@ -335,7 +335,6 @@ pub fn sarif(changes: &[Change]) -> String {
             "tool": { "driver": {
                 "name": "mcplint",
                 "version": env!("CARGO_PKG_VERSION"),
-                "informationUri": "https://github.com/mcplint/mcplint",
                 "rules": rules,
             }},
             "results": results,
