@@ -165,31 +165,59 @@ fn ptr(base: &str, token: &str) -> String {
     out
 }
 
-/// Byte offsets of line starts, for locations.
+/// Line starts and a character-count table, so locations cost O(1) even in
+/// a manifest written on one 100 MB line.
 struct LineIndex {
     starts: Vec<usize>,
+    /// Characters (non-continuation bytes) before each 1 KiB block.
+    block_chars: Vec<usize>,
 }
+
+const BLOCK: usize = 1024;
 
 impl LineIndex {
     fn new(text: &str) -> Self {
+        let bytes = text.as_bytes();
         let mut starts = vec![0];
-        starts.extend(
-            text.bytes()
-                .enumerate()
-                .filter(|&(_, b)| b == b'\n')
-                .map(|(i, _)| i + 1),
-        );
-        LineIndex { starts }
+        let mut block_chars = Vec::with_capacity(bytes.len() / BLOCK + 1);
+        let mut chars = 0;
+        for (i, &b) in bytes.iter().enumerate() {
+            if i % BLOCK == 0 {
+                block_chars.push(chars);
+            }
+            if b & 0xc0 != 0x80 {
+                chars += 1;
+            }
+            if b == b'\n' {
+                starts.push(i + 1);
+            }
+        }
+        block_chars.push(chars);
+        LineIndex {
+            starts,
+            block_chars,
+        }
+    }
+
+    /// Characters in `text[..offset]`.
+    fn chars_upto(&self, text: &str, offset: usize) -> usize {
+        let block = offset / BLOCK;
+        let from = block * BLOCK;
+        self.block_chars[block]
+            + text.as_bytes()[from..offset]
+                .iter()
+                .filter(|&&b| b & 0xc0 != 0x80)
+                .count()
     }
 
     fn line_col(&self, text: &str, offset: usize) -> (usize, usize) {
-        let mut offset = offset.min(text.len());
-        while !text.is_char_boundary(offset) {
-            offset -= 1;
-        }
+        let offset = offset.min(text.len());
         let line = self.starts.partition_point(|&s| s <= offset);
         let start = self.starts[line - 1];
-        (line, text[start..offset].chars().count() + 1)
+        (
+            line,
+            self.chars_upto(text, offset) - self.chars_upto(text, start) + 1,
+        )
     }
 }
 
@@ -484,6 +512,8 @@ impl Differ<'_, '_> {
             }
         }
         let renames = self.find_renames(&removed, &added);
+        let renamed_b: std::collections::HashSet<usize> = renames.iter().map(|r| r.0).collect();
+        let renamed_a: std::collections::HashSet<usize> = renames.iter().map(|r| r.1).collect();
         for &(i, j) in &renames {
             let (bt, at) = (&bs.tools[i], &as_.tools[j]);
             let ctx = tool_ctx(&at.name);
@@ -498,10 +528,7 @@ impl Differ<'_, '_> {
             );
             self.diff_tool(&ctx, bt.node, at.node);
         }
-        for &i in removed
-            .iter()
-            .filter(|i| !renames.iter().any(|r| r.0 == **i))
-        {
+        for &i in removed.iter().filter(|i| !renamed_b.contains(i)) {
             let t = &bs.tools[i];
             self.emit(
                 &tool_ctx(&t.name),
@@ -513,7 +540,7 @@ impl Differ<'_, '_> {
                 format!("tool `{}` removed", t.name),
             );
         }
-        for &j in added.iter().filter(|j| !renames.iter().any(|r| r.1 == **j)) {
+        for &j in added.iter().filter(|j| !renamed_a.contains(j)) {
             let t = &as_.tools[j];
             let params = t.params(self.a.doc).len();
             self.emit(
@@ -1597,4 +1624,49 @@ pub fn diff_loaded(
         }
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn line_index_agrees_with_line_col() {
+        let mut text = String::new();
+        for i in 0..3000 {
+            text.push_str(if i % 7 == 0 { "é\u{1F600}x" } else { "ab" });
+            if i % 500 == 0 {
+                text.push('\n');
+            }
+        }
+        let idx = LineIndex::new(&text);
+        for off in (0..=text.len())
+            .filter(|&o| text.is_char_boundary(o))
+            .step_by(37)
+        {
+            assert_eq!(
+                idx.line_col(&text, off),
+                crate::manifest::json::line_col(&text, off),
+                "at {off}"
+            );
+        }
+    }
+
+    #[test]
+    fn pairs_by_name_and_occurrence() {
+        let p = pair_by_name(
+            ["a", "b", "a"].into_iter(),
+            ["a", "c", "a", "a"].into_iter(),
+        );
+        assert_eq!(
+            p,
+            vec![
+                (Some(0), Some(0)),
+                (Some(1), None),
+                (Some(2), Some(2)),
+                (None, Some(1)),
+                (None, Some(3))
+            ]
+        );
+    }
 }
