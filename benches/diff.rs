@@ -5,8 +5,8 @@
 //! through the canonical comparison; the new one also changes 100 tools
 //! (descriptions, parameters, annotations), removes 50, adds 50 and renames
 //! 20. It prints the median, minimum and maximum of 15 runs of the diff
-//! alone, and of load + diff, and a second scenario in which every tool
-//! changes name (the rename search at its worst).
+//! alone, and of load + diff, and two scenarios in which every tool changes name
+//! (the rename search at its worst).
 
 use std::fmt::Write as _;
 use std::path::Path;
@@ -59,6 +59,19 @@ fn manifest(tools: &[String]) -> Vec<u8> {
     s.into_bytes()
 }
 
+/// Tools without parameters and with near-identical descriptions, every one
+/// renamed: the rename search at its worst (all in one schema bucket).
+fn lookalikes() -> (Vec<u8>, Vec<u8>) {
+    let t = |name: String, i: usize| {
+        format!(
+            r#"{{"name":"{name}","description":"Run job {i} now.","inputSchema":{{"type":"object"}}}}"#
+        )
+    };
+    let before: Vec<String> = (0..TOOLS).map(|i| t(format!("job_{i}"), i)).collect();
+    let after: Vec<String> = (0..TOOLS).map(|i| t(format!("task_{i}"), i)).collect();
+    (manifest(&before), manifest(&after))
+}
+
 fn pair(all_renamed: bool) -> (Vec<u8>, Vec<u8>) {
     let before: Vec<String> = (0..TOOLS)
         .map(|i| tool(i, &format!("tool_{i}"), false, false))
@@ -97,8 +110,7 @@ fn stats(mut v: Vec<Duration>) -> String {
     )
 }
 
-fn scenario(label: &str, all_renamed: bool) {
-    let (b, a) = pair(all_renamed);
+fn scenario(label: &str, (b, a): (Vec<u8>, Vec<u8>)) {
     let lo = LoadOptions::default();
     let lb = load_bytes(Path::new("before.json"), b.clone(), &lo).expect("loads");
     let la = load_bytes(Path::new("after.json"), a.clone(), &lo).expect("loads");

@@ -635,28 +635,42 @@ impl Differ<'_, '_> {
                 )
             })
             .collect();
-        // Candidates: same schema (bounded per tool), or everything when small.
+        // Candidates: every pair when there are few; otherwise tools with the
+        // same description or the same schema (bounded per tool). Word
+        // diffs are the costly part, so their number has a budget: past it
+        // only identical descriptions are compared, which keeps a server that
+        // renames all of its 10,000 look-alike tools under a second.
         let all_pairs = removed.len() * added.len() <= 4096;
         let mut by_schema: HashMap<u64, Vec<usize>> = HashMap::new();
+        let mut by_desc: HashMap<&str, Vec<usize>> = HashMap::new();
         for (k, info) in a_info.iter().enumerate() {
             by_schema.entry(info.0).or_default().push(k);
+            by_desc.entry(info.1.as_str()).or_default().push(k);
         }
+        let mut budget: usize = 20_000;
         let mut scored: Vec<(f32, usize, usize)> = Vec::new();
         for (ri, bi) in b_info.iter().enumerate() {
-            let candidates: Vec<usize> = if all_pairs {
+            let mut candidates: Vec<usize> = if all_pairs {
                 (0..a_info.len()).collect()
             } else {
-                by_schema
-                    .get(&bi.0)
+                let mut c: Vec<usize> = by_desc
+                    .get(bi.1.as_str())
                     .map(|v| v.iter().copied().take(64).collect())
-                    .unwrap_or_default()
+                    .unwrap_or_default();
+                c.extend(by_schema.get(&bi.0).into_iter().flatten().copied().take(64));
+                c
             };
+            candidates.sort_unstable();
+            candidates.dedup();
             for ai in candidates {
                 let a = &a_info[ai];
                 let same_schema = bi.0 == a.0;
                 let ratio = if bi.1 == a.1 {
                     1.0
+                } else if budget == 0 {
+                    continue;
                 } else {
+                    budget -= 1;
                     TextDiff::configure()
                         .timeout(Duration::from_millis(50))
                         .diff_words(bi.1.as_str(), a.1.as_str())
