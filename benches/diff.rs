@@ -154,7 +154,11 @@ fn main() {
     }
     scenario(
         "10,000 tools, 100 changed, 50 removed, 50 added, 20 renamed, all reordered",
-        false,
+        pair(false),
     );
-    scenario("10,000 tools, every one renamed", true);
+    scenario("10,000 tools, every one renamed", pair(true));
+    scenario(
+        "10,000 look-alike tools without parameters, every one renamed",
+        lookalikes(),
+    );
 }

@@ -636,7 +636,7 @@ impl Differ<'_, '_> {
             })
             .collect();
         // Candidates: every pair when there are few; otherwise tools with the
-        // same description or the same schema (bounded per tool). Word
+        // same description or the same schema. Word
         // diffs are the costly part, so their number has a budget: past it
         // only identical descriptions are compared, which keeps a server that
         // renames all of its 10,000 look-alike tools under a second.
@@ -653,11 +653,22 @@ impl Differ<'_, '_> {
             let mut candidates: Vec<usize> = if all_pairs {
                 (0..a_info.len()).collect()
             } else {
+                // A bucket of more than 64 look-alikes is ambiguous: any
+                // pairing would be a guess, so none is made from it.
+                let small = |v: &&Vec<usize>| v.len() <= 64;
                 let mut c: Vec<usize> = by_desc
                     .get(bi.1.as_str())
-                    .map(|v| v.iter().copied().take(64).collect())
+                    .filter(small)
+                    .cloned()
                     .unwrap_or_default();
-                c.extend(by_schema.get(&bi.0).into_iter().flatten().copied().take(64));
+                c.extend(
+                    by_schema
+                        .get(&bi.0)
+                        .filter(small)
+                        .into_iter()
+                        .flatten()
+                        .copied(),
+                );
                 c
             };
             candidates.sort_unstable();
