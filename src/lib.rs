@@ -14,3 +14,4 @@ pub mod finding;
 pub mod fingerprint;
 pub mod manifest;
 pub mod report;
+pub mod rules;

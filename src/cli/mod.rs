@@ -4,9 +4,11 @@
 //! input or usage. Every command lives in its own file here.
 
 mod approve;
+pub mod check;
 mod diff;
 mod fingerprint;
 mod inspect;
+pub mod rules;
 mod verify;
 
 use std::io::IsTerminal;
@@ -96,6 +98,12 @@ pub enum Command {
     Diff(diff::Args),
     /// Check current manifests against the approvals (quiet when all match).
     Verify(verify::Args),
+    /// Run the rules over manifests and report findings.
+    Check(check::Args),
+    /// List the rules, or run rule files' own tests (`rules test`).
+    Rules(rules::Args),
+    /// Print a rule's documentation.
+    Explain(rules::ExplainArgs),
     /// Print a shell completion script.
     Completions {
         /// The shell.
@@ -125,6 +133,9 @@ pub fn run(cli: Cli) -> i32 {
         Command::Approve(args) => Ok(approve::run(&args, &opts)),
         Command::Diff(args) => Ok(diff::run(&args, &opts)),
         Command::Verify(args) => Ok(verify::run(&args, &opts)),
+        Command::Check(args) => check::run(&args, &opts),
+        Command::Rules(args) => rules::run(&args, &opts),
+        Command::Explain(args) => rules::explain(&args, &opts),
         Command::Completions { shell } => {
             let mut cmd = Cli::command();
             clap_complete::generate(shell, &mut cmd, "mcplint", &mut std::io::stdout());

@@ -1,0 +1,38 @@
+//! `annotation-contradicts-name`: behaviour hints that contradict what the name says.
+
+use super::code_rule;
+use crate::manifest::Tool;
+use crate::rules::engine::{related, Rule, RuleMeta, Scope, Sink};
+
+code_rule!(AnnotationContradictsName, "annotation-contradicts-name", "tool annotations contradict the tool's name", Medium, Medium,
+    ["schema"],
+    "Fix the annotations; clients auto-approve read-only tools.",
+    what: "`readOnlyHint: true` or `destructiveHint: false` on a tool whose name says it deletes, removes, drops, destroys, purges, wipes, kills or terminates something.",
+    why: "Clients use these hints to skip confirmation. A destructive tool marked read-only runs without the user being asked.",
+    example: "{\"name\": \"delete_repo\", \"annotations\": {\"readOnlyHint\": true}}",
+    remedy: "Mark destructive tools as such.");
+
+const DESTRUCTIVE: &[&str] = &["delete", "remove", "drop", "destroy", "purge", "wipe", "kill", "terminate", "erase", "truncate", "rm"];
+
+impl Rule for AnnotationContradictsName {
+    fn meta(&self) -> &RuleMeta {
+        &self.meta
+    }
+
+    fn check_tool(&self, scope: &Scope<'_>, tool: &Tool, out: &mut Sink) {
+        let doc = scope.doc;
+        let Some(ann) = tool.annotations else { return };
+        let lower = tool.name.to_ascii_lowercase();
+        let words: Vec<&str> = lower.split(|c: char| !c.is_ascii_alphanumeric()).collect();
+        let Some(verb) = words.iter().find(|w| DESTRUCTIVE.contains(w)) else { return };
+        for (key, bad) in [("readOnlyHint", true), ("destructiveHint", false)] {
+            if let Some(v) = doc.get(ann, key) {
+                if doc.as_bool(v) == Some(bad) {
+                    let f = out.emit(scope, &self.meta, v, None, format!("`{key}: {bad}` on a tool whose name says `{verb}`"), "contradicts the name");
+                    f.related.push(related(doc, tool.name_node, None, "the name"));
+                    return;
+                }
+            }
+        }
+    }
+}

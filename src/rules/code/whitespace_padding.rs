@@ -1,0 +1,66 @@
+//! `whitespace-padding`: long runs of whitespace that push text out of view
+//! (line jumping).
+
+use super::code_rule;
+use crate::display::is_invisible;
+use crate::rules::engine::{Field, Rule, RuleMeta, Scope, Sink};
+use crate::rules::normalize::Normalized;
+
+code_rule!(WhitespacePadding, "whitespace-padding", "long run of whitespace or blank lines in model-visible text", Medium, Medium,
+    ["hidden"],
+    "Remove the padding and read what follows it.",
+    what: "A run of at least 40 whitespace or invisible characters, or at least 6 consecutive blank lines, inside a text field.",
+    why: "Clients show the first lines of a description; padding pushes the payload below the fold or off to the right (line jumping), where no reviewer looks.",
+    example: "\"description\": \"Tells a joke.\\n\\n\\n\\n\\n\\n\\n\\n<IMPORTANT>...</IMPORTANT>\"",
+    remedy: "Descriptions need no padding; collapse it.");
+
+/// Minimum run of whitespace characters.
+const RUN: usize = 40;
+/// Minimum number of newlines in one run.
+const NEWLINES: usize = 7;
+
+impl Rule for WhitespacePadding {
+    fn meta(&self) -> &RuleMeta {
+        &self.meta
+    }
+
+    fn check_text(&self, scope: &Scope<'_>, field: &Field<'_>, _norm: &Normalized, out: &mut Sink) {
+        let text = field.text.as_ref();
+        let mut start = None;
+        let mut count = 0;
+        let mut newlines = 0;
+        let mut best: Option<(usize, usize, usize, usize)> = None;
+        let mut flush = |start: Option<usize>, end: usize, count: usize, newlines: usize| {
+            if let Some(s) = start {
+                if (count >= RUN || newlines >= NEWLINES) && best.is_none_or(|b: (usize, usize, usize, usize)| count > b.2) {
+                    best = Some((s, end, count, newlines));
+                }
+            }
+        };
+        for (i, c) in text.char_indices() {
+            if c.is_whitespace() || is_invisible(c) {
+                if start.is_none() {
+                    start = Some(i);
+                    count = 0;
+                    newlines = 0;
+                }
+                count += 1;
+                newlines += usize::from(c == '\n');
+            } else {
+                flush(start, i, count, newlines);
+                start = None;
+            }
+        }
+        // Trailing padding hides nothing after it.
+        if let Some((s, e, count, newlines)) = best {
+            out.emit(
+                scope,
+                &self.meta,
+                field.node,
+                Some((s, e)),
+                format!("{count} whitespace characters ({newlines} line breaks) in a row"),
+                "padding",
+            );
+        }
+    }
+}

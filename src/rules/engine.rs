@@ -1,0 +1,616 @@
+//! The rule engine: the [`Rule`] trait, the walk over every model-visible field,
+//! the registry and the post-passes (combined signals, configuration).
+//!
+//! A rule implements only the levels it needs (zizmor's layered audits): the
+//! server, a tool, every object schema inside a tool (recursively through
+//! `properties`, `items`, `anyOf`/`oneOf`/`allOf`, `$defs`/`definitions` ...),
+//! every model-visible text field, or a group of servers that belong to one
+//! agent. Declarative rules from TOML are matched by one shared prefilter in
+//! [`crate::rules::pattern`] and report through the same [`Sink`].
+
+use std::borrow::Cow;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::path::PathBuf;
+
+use crate::finding::{ByteSpan, Confidence, Finding, Related, Severity, Subject};
+use crate::manifest::{Document, Kind, Loaded, NodeId, Server, Tool};
+use crate::rules::normalize::{normalize, Normalized};
+use crate::rules::pattern::PatternSet;
+
+/// A rule's documentation, in ruff's template.
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
+pub struct Docs {
+    /// What it flags.
+    pub what: String,
+    /// Why it matters.
+    pub why: String,
+    /// An example of text it flags.
+    pub example: String,
+    /// What to do about it.
+    pub remedy: String,
+}
+
+/// Where a rule comes from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Origin {
+    /// Compiled into mcplint (a code rule or an embedded `rules/*.toml`).
+    Builtin,
+    /// A user rule file.
+    File(PathBuf),
+}
+
+/// What every rule declares about itself.
+#[derive(Clone, Debug)]
+pub struct RuleMeta {
+    /// Kebab-case id named after the pattern it flags.
+    pub id: String,
+    /// One line.
+    pub summary: String,
+    /// Default severity.
+    pub severity: Severity,
+    /// How often a match is what it claims.
+    pub confidence: Confidence,
+    /// Signal families (`instruction`, `concealment`, `secret`, `exfiltration`,
+    /// `command`, `cross-tool`, `preference`, `hidden`, `schema`, `cross-server`),
+    /// used to combine weak signals into strong ones.
+    pub tags: Vec<String>,
+    /// What to do, shown with each finding.
+    pub help: String,
+    /// Long documentation.
+    pub docs: Docs,
+    /// Where it comes from.
+    pub origin: Origin,
+    /// True for rules written in Rust, false for declarative rules.
+    pub code: bool,
+}
+
+impl RuleMeta {
+    /// A built-in code rule's metadata.
+    #[allow(clippy::too_many_arguments)]
+    pub fn code(
+        id: &str,
+        summary: &str,
+        severity: Severity,
+        confidence: Confidence,
+        tags: &[&str],
+        help: &str,
+        docs: [&str; 4],
+    ) -> Self {
+        RuleMeta {
+            id: id.into(),
+            summary: summary.into(),
+            severity,
+            confidence,
+            tags: tags.iter().map(|s| s.to_string()).collect(),
+            help: help.into(),
+            docs: Docs {
+                what: docs[0].into(),
+                why: docs[1].into(),
+                example: docs[2].into(),
+                remedy: docs[3].into(),
+            },
+            origin: Origin::Builtin,
+            code: true,
+        }
+    }
+
+    /// True if the rule carries `tag`.
+    pub fn has_tag(&self, tag: &str) -> bool {
+        self.tags.iter().any(|t| t == tag)
+    }
+}
+
+/// One server in one loaded file: what rules look at.
+#[derive(Clone, Copy)]
+pub struct Scope<'a> {
+    /// The file.
+    pub loaded: &'a Loaded,
+    /// Its document.
+    pub doc: &'a Document,
+    /// The server.
+    pub server: &'a Server,
+}
+
+/// A model-visible text field: a string value or an object key that a model reads.
+#[derive(Clone, Debug)]
+pub struct Field<'a> {
+    /// The string node (value or key).
+    pub node: NodeId,
+    /// Field path for `applies_to` globs: `tools/NAME/inputSchema/properties/P/description`;
+    /// a property's own name ends in `#name`.
+    pub path: String,
+    /// The decoded text.
+    pub text: Cow<'a, str>,
+    /// True if this is a property name (an object key).
+    pub is_key: bool,
+}
+
+/// Where rules report. The engine sets the subject before each call.
+#[derive(Debug, Default)]
+pub struct Sink {
+    /// Findings so far.
+    pub findings: Vec<Finding>,
+    subject: Option<(Subject, Option<String>)>,
+}
+
+impl Sink {
+    /// Sets what the next findings are about.
+    pub fn set_subject(&mut self, subject: Subject, name: Option<String>) {
+        self.subject = Some((subject, name));
+    }
+
+    /// Reports a finding on a whole node, or on `decoded` bytes of a string node's
+    /// decoded text. Returns it so the caller can add notes and related spans.
+    pub fn emit(
+        &mut self,
+        scope: &Scope<'_>,
+        meta: &RuleMeta,
+        node: NodeId,
+        decoded: Option<(usize, usize)>,
+        message: impl Into<String>,
+        label: impl Into<String>,
+    ) -> &mut Finding {
+        let doc = scope.doc;
+        let span = match decoded {
+            Some((s, e)) if doc.kind(node) == Kind::String => doc.raw_span_of_decoded(node, s..e),
+            _ => doc.span(node),
+        };
+        let (subject, name) = self.subject.clone().unwrap_or((Subject::Server, None));
+        self.push(
+            meta,
+            scope.loaded.display_path(),
+            Some(scope.server.name.clone()),
+            subject,
+            name,
+            doc.pointer(node),
+            ByteSpan::new(span.start, span.end),
+            doc.line_col(span.start),
+            message.into(),
+            label.into(),
+        )
+    }
+
+    /// Reports a finding at an explicit place (for files without a JSON document).
+    #[allow(clippy::too_many_arguments)]
+    pub fn push(
+        &mut self,
+        meta: &RuleMeta,
+        path: String,
+        server: Option<String>,
+        subject: Subject,
+        name: Option<String>,
+        pointer: String,
+        span: ByteSpan,
+        (line, column): (usize, usize),
+        message: String,
+        label: String,
+    ) -> &mut Finding {
+        self.findings.push(Finding {
+            rule: meta.id.clone(),
+            severity: meta.severity,
+            confidence: meta.confidence,
+            message,
+            help: (!meta.help.is_empty()).then(|| meta.help.clone()),
+            path,
+            server,
+            subject,
+            name,
+            pointer,
+            span,
+            line,
+            column,
+            label,
+            related: Vec::new(),
+            notes: Vec::new(),
+        });
+        let last = self.findings.len() - 1;
+        &mut self.findings[last]
+    }
+}
+
+/// A related location for a node, for [`Finding::related`].
+pub fn related(doc: &Document, node: NodeId, decoded: Option<(usize, usize)>, label: impl Into<String>) -> Related {
+    let span = match decoded {
+        Some((s, e)) if doc.kind(node) == Kind::String => doc.raw_span_of_decoded(node, s..e),
+        _ => doc.span(node),
+    };
+    Related {
+        span: ByteSpan::new(span.start, span.end),
+        pointer: doc.pointer(node),
+        label: label.into(),
+    }
+}
+
+/// A rule. Every method has an empty default; implement the levels you need.
+pub trait Rule: Send + Sync {
+    /// The rule's metadata.
+    fn meta(&self) -> &RuleMeta;
+    /// Once per server.
+    fn check_server(&self, _scope: &Scope<'_>, _out: &mut Sink) {}
+    /// Once per tool.
+    fn check_tool(&self, _scope: &Scope<'_>, _tool: &Tool, _out: &mut Sink) {}
+    /// Once per object schema inside a tool's input or output schema (the root
+    /// included), with its field path.
+    fn check_schema(&self, _scope: &Scope<'_>, _tool: &Tool, _schema: NodeId, _path: &str, _out: &mut Sink) {}
+    /// Once per model-visible text field, with its normalised text.
+    fn check_text(&self, _scope: &Scope<'_>, _field: &Field<'_>, _norm: &Normalized, _out: &mut Sink) {}
+    /// Once per group of servers that belong to one agent (two or more).
+    fn check_agent(&self, _servers: &[Scope<'_>], _out: &mut Sink) {}
+    /// After all other rules ran on one subject (a tool, prompt, resource or the
+    /// server's own text), with that subject's findings so far.
+    fn check_findings(&self, _scope: &Scope<'_>, _engine: &Engine, _found: &[Finding], _out: &mut Sink) {}
+}
+
+/// Keys whose string values are schema machinery, not prose a model reads as
+/// instructions (the standard `$schema` URL is not a finding).
+const MACHINE_KEYS: &[&str] = &["$schema", "$ref", "$id", "$anchor", "format", "contentMediaType", "contentEncoding"];
+const JSON_TYPES: &[&str] = &["string", "number", "integer", "boolean", "object", "array", "null"];
+/// Objects whose keys are names a model reads (property names and definitions).
+const NAMED_CHILDREN: &[&str] = &["properties", "patternProperties", "$defs", "definitions", "dependentSchemas"];
+
+/// Replaces `/` in a name so it stays one path segment.
+fn seg(s: &str) -> String {
+    s.replace('/', "_")
+}
+
+/// Collects every model-visible text field under `node`.
+pub fn walk_fields<'d>(doc: &'d Document, node: NodeId, path: &mut String, parent_key: &str, out: &mut Vec<Field<'d>>) {
+    match doc.kind(node) {
+        Kind::String => {
+            if MACHINE_KEYS.contains(&parent_key) {
+                return;
+            }
+            let text = doc.str(node).unwrap_or_default();
+            if parent_key == "type" && JSON_TYPES.contains(&text.as_ref()) {
+                return;
+            }
+            if text.is_empty() {
+                return;
+            }
+            out.push(Field {
+                node,
+                path: path.clone(),
+                text,
+                is_key: false,
+            });
+        }
+        Kind::Array => {
+            if let Some(items) = doc.array(node) {
+                for (i, &v) in items.iter().enumerate() {
+                    let len = path.len();
+                    path.push('/');
+                    path.push_str(&i.to_string());
+                    walk_fields(doc, v, path, parent_key, out);
+                    path.truncate(len);
+                }
+            }
+        }
+        Kind::Object => {
+            let named = NAMED_CHILDREN.contains(&parent_key);
+            if let Some(members) = doc.members(node) {
+                for (k, v) in members {
+                    let key = doc.str(k).unwrap_or_default();
+                    let len = path.len();
+                    path.push('/');
+                    path.push_str(&seg(&key));
+                    if named {
+                        out.push(Field {
+                            node: k,
+                            path: format!("{path}/#name"),
+                            text: key.clone(),
+                            is_key: true,
+                        });
+                    }
+                    // A property literally named "type" or "format" is a name, not
+                    // a keyword, so its value is walked as a schema.
+                    let pk = if named { "" } else { key.as_ref() };
+                    walk_fields(doc, v, path, pk, out);
+                    path.truncate(len);
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Every object schema in a tool's schemas, with field paths.
+fn walk_schemas(doc: &Document, node: NodeId, path: &mut String, out: &mut Vec<(NodeId, String)>, depth: usize) {
+    if doc.kind(node) != Kind::Object || depth > 64 {
+        return;
+    }
+    out.push((node, path.clone()));
+    let Some(members) = doc.members(node) else { return };
+    for (k, v) in members {
+        let key = doc.str(k).unwrap_or_default();
+        let len = path.len();
+        path.push('/');
+        path.push_str(&seg(&key));
+        match key.as_ref() {
+            "properties" | "patternProperties" | "$defs" | "definitions" | "dependentSchemas" => {
+                if let Some(ms) = doc.members(v) {
+                    for (pk, pv) in ms {
+                        let l2 = path.len();
+                        path.push('/');
+                        path.push_str(&seg(&doc.str(pk).unwrap_or_default()));
+                        walk_schemas(doc, pv, path, out, depth + 1);
+                        path.truncate(l2);
+                    }
+                }
+            }
+            "items" | "additionalProperties" | "not" | "if" | "then" | "else" | "contains" | "propertyNames"
+            | "unevaluatedProperties" | "additionalItems" => match doc.kind(v) {
+                Kind::Object => walk_schemas(doc, v, path, out, depth + 1),
+                Kind::Array => {
+                    for (i, &x) in doc.array(v).unwrap_or_default().iter().enumerate() {
+                        let l2 = path.len();
+                        path.push_str(&format!("/{i}"));
+                        walk_schemas(doc, x, path, out, depth + 1);
+                        path.truncate(l2);
+                    }
+                }
+                _ => {}
+            },
+            "anyOf" | "oneOf" | "allOf" | "prefixItems" => {
+                for (i, &x) in doc.array(v).unwrap_or_default().iter().enumerate() {
+                    let l2 = path.len();
+                    path.push_str(&format!("/{i}"));
+                    walk_schemas(doc, x, path, out, depth + 1);
+                    path.truncate(l2);
+                }
+            }
+            _ => {}
+        }
+        path.truncate(len);
+    }
+}
+
+/// Per-rule user settings (from `mcplint.toml`).
+#[derive(Clone, Debug, Default)]
+pub struct RuleSettings {
+    /// Skip the rule.
+    pub disabled: bool,
+    /// Use this severity instead of the default.
+    pub severity: Option<Severity>,
+}
+
+/// The registry: every rule, the shared pattern matcher and user settings.
+pub struct Engine {
+    rules: Vec<Box<dyn Rule>>,
+    patterns: PatternSet,
+    settings: HashMap<String, RuleSettings>,
+    index: HashMap<String, usize>,
+    metas: Vec<RuleMeta>,
+}
+
+impl Engine {
+    /// An engine with the built-in code rules and the given declarative rules.
+    /// Duplicate ids are an error (returned as the duplicate id).
+    pub fn new(code: Vec<Box<dyn Rule>>, patterns: PatternSet) -> Result<Engine, String> {
+        let mut metas: Vec<RuleMeta> = code.iter().map(|r| r.meta().clone()).collect();
+        metas.extend(patterns.metas().cloned());
+        let mut index = HashMap::new();
+        for (i, m) in metas.iter().enumerate() {
+            if index.insert(m.id.clone(), i).is_some() {
+                return Err(m.id.clone());
+            }
+        }
+        Ok(Engine {
+            rules: code,
+            patterns,
+            settings: HashMap::new(),
+            index,
+            metas,
+        })
+    }
+
+    /// Every rule's metadata, sorted by id.
+    pub fn metas(&self) -> Vec<&RuleMeta> {
+        let mut v: Vec<&RuleMeta> = self.metas.iter().collect();
+        v.sort_by(|a, b| a.id.cmp(&b.id));
+        v
+    }
+
+    /// The metadata of rule `id`.
+    pub fn meta(&self, id: &str) -> Option<&RuleMeta> {
+        self.index.get(id).map(|&i| &self.metas[i])
+    }
+
+    /// The declarative rules.
+    pub fn patterns(&self) -> &PatternSet {
+        &self.patterns
+    }
+
+    /// Applies per-rule settings. Unknown ids are returned so the caller can report them.
+    pub fn configure(&mut self, settings: HashMap<String, RuleSettings>) -> Vec<String> {
+        let unknown = settings.keys().filter(|k| !self.index.contains_key(*k)).cloned().collect();
+        self.settings = settings;
+        unknown
+    }
+
+    fn enabled(&self, id: &str) -> bool {
+        !self.settings.get(id).is_some_and(|s| s.disabled)
+    }
+
+    /// Runs every rule over `inputs`. Servers of one client config form one
+    /// agent; with `together`, all inputs form one agent.
+    pub fn check(&self, inputs: &[Loaded], together: bool) -> Vec<Finding> {
+        let mut sink = Sink::default();
+        let mut all: Vec<Scope<'_>> = Vec::new();
+        for loaded in inputs {
+            let mut file: Vec<Scope<'_>> = Vec::new();
+            for server in &loaded.servers {
+                let scope = Scope {
+                    loaded,
+                    doc: &loaded.doc,
+                    server,
+                };
+                self.check_server(&scope, &mut sink);
+                file.push(scope);
+            }
+            if !together && file.len() > 1 {
+                self.check_agent(&file, &mut sink);
+            }
+            all.extend(file);
+        }
+        if together && all.len() > 1 {
+            self.check_agent(&all, &mut sink);
+        }
+        let mut findings = sink.findings;
+        findings.retain(|f| self.enabled(&f.rule));
+        for f in &mut findings {
+            if let Some(sev) = self.settings.get(&f.rule).and_then(|s| s.severity) {
+                f.severity = sev;
+            }
+        }
+        findings.sort_by(|a, b| a.sort_key().cmp(&b.sort_key()));
+        findings.dedup_by(|a, b| a.rule == b.rule && a.path == b.path && a.span == b.span && a.message == b.message);
+        findings
+    }
+
+    fn check_agent(&self, servers: &[Scope<'_>], sink: &mut Sink) {
+        sink.set_subject(Subject::Server, None);
+        for r in &self.rules {
+            if self.enabled(&r.meta().id) {
+                r.check_agent(servers, sink);
+            }
+        }
+    }
+
+    /// Runs the text rules (declarative and code) over one field.
+    fn check_field(&self, scope: &Scope<'_>, field: &Field<'_>, tool: Option<&str>, sink: &mut Sink) {
+        let norm = normalize(&field.text);
+        self.patterns.check(scope, field, &norm, tool, &|id| self.enabled(id), sink);
+        for r in &self.rules {
+            r.check_text(scope, field, &norm, sink);
+        }
+    }
+
+    fn post_subject(&self, scope: &Scope<'_>, from: usize, sink: &mut Sink) {
+        let found: Vec<Finding> = sink.findings[from..]
+            .iter()
+            .filter(|f| self.enabled(&f.rule))
+            .cloned()
+            .collect();
+        if found.is_empty() {
+            return;
+        }
+        for r in &self.rules {
+            if self.enabled(&r.meta().id) {
+                r.check_findings(scope, self, &found, sink);
+            }
+        }
+    }
+
+    fn check_server(&self, scope: &Scope<'_>, sink: &mut Sink) {
+        let doc = scope.doc;
+        let server = scope.server;
+        if doc.node_count() == 0 {
+            return;
+        }
+        sink.set_subject(Subject::Server, None);
+        let from = sink.findings.len();
+        for r in &self.rules {
+            if self.enabled(&r.meta().id) {
+                r.check_server(scope, sink);
+            }
+        }
+        let mut fields = Vec::new();
+        if let Some(n) = server.instructions {
+            walk_fields(doc, n, &mut "instructions".to_string(), "instructions", &mut fields);
+        }
+        if let Some(info) = server.server_info {
+            for key in ["description", "title"] {
+                if let Some(n) = doc.get(info, key) {
+                    walk_fields(doc, n, &mut format!("serverInfo/{key}"), key, &mut fields);
+                }
+            }
+        }
+        for f in &fields {
+            self.check_field(scope, f, None, sink);
+        }
+        self.post_subject(scope, from, sink);
+
+        for tool in &server.tools {
+            sink.set_subject(Subject::Tool, Some(tool.name.clone()));
+            let from = sink.findings.len();
+            for r in &self.rules {
+                if self.enabled(&r.meta().id) {
+                    r.check_tool(scope, tool, sink);
+                }
+            }
+            let mut schemas = Vec::new();
+            for (key, n) in [("inputSchema", tool.input_schema), ("outputSchema", tool.output_schema)] {
+                if let Some(n) = n {
+                    walk_schemas(doc, n, &mut format!("tools/{}/{key}", seg(&tool.name)), &mut schemas, 0);
+                }
+            }
+            for (n, path) in &schemas {
+                for r in &self.rules {
+                    if self.enabled(&r.meta().id) {
+                        r.check_schema(scope, tool, *n, path, sink);
+                    }
+                }
+            }
+            let mut fields = Vec::new();
+            let mut path = format!("tools/{}", seg(&tool.name));
+            if let Some(members) = doc.members(tool.node) {
+                for (k, v) in members {
+                    let key = doc.str(k).unwrap_or_default();
+                    // Icons are fetched by clients, not read by the model.
+                    if key == "icons" {
+                        continue;
+                    }
+                    let len = path.len();
+                    path.push('/');
+                    path.push_str(&seg(&key));
+                    walk_fields(doc, v, &mut path, &key, &mut fields);
+                    path.truncate(len);
+                }
+            }
+            for f in &fields {
+                self.check_field(scope, f, Some(&tool.name), sink);
+            }
+            self.post_subject(scope, from, sink);
+        }
+        for (kind, list) in [("prompts", &server.prompts)] {
+            for p in list.iter() {
+                sink.set_subject(Subject::Prompt, Some(p.name.clone()));
+                let from = sink.findings.len();
+                let mut fields = Vec::new();
+                walk_fields(doc, p.node, &mut format!("{kind}/{}", seg(&p.name)), "", &mut fields);
+                for f in &fields {
+                    self.check_field(scope, f, None, sink);
+                }
+                self.post_subject(scope, from, sink);
+            }
+        }
+        for (kind, list) in [("resources", &server.resources), ("resourceTemplates", &server.resource_templates)] {
+            for r in list.iter() {
+                sink.set_subject(Subject::Resource, Some(r.name.clone()));
+                let from = sink.findings.len();
+                let mut fields = Vec::new();
+                walk_fields(doc, r.node, &mut format!("{kind}/{}", seg(&r.name)), "", &mut fields);
+                // A resource's URI is an address, not prose.
+                fields.retain(|f| !f.path.ends_with("/uri") && !f.path.ends_with("/uriTemplate"));
+                for f in &fields {
+                    self.check_field(scope, f, None, sink);
+                }
+                self.post_subject(scope, from, sink);
+            }
+        }
+    }
+}
+
+/// The distinct tags of `findings`' rules, as known to `engine`.
+pub fn tags_of<'e>(engine: &'e Engine, findings: &[Finding]) -> BTreeMap<&'e str, Vec<usize>> {
+    let mut m: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
+    for (i, f) in findings.iter().enumerate() {
+        if let Some(meta) = engine.meta(&f.rule) {
+            let set: BTreeSet<&str> = meta.tags.iter().map(|s| s.as_str()).collect();
+            for t in set {
+                m.entry(t).or_default().push(i);
+            }
+        }
+    }
+    m
+}

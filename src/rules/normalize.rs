@@ -1,0 +1,365 @@
+//! Normalisation before matching.
+//!
+//! Rules match on a canonical form of the text so that an attacker cannot dodge
+//! a pattern with a zero-width space, a Cyrillic `о`, full-width letters or an
+//! accent. Every step keeps a map back to byte offsets in the *decoded* string,
+//! so a match on the normalised text still points at the exact raw bytes
+//! (through `Document::raw_span_of_decoded`).
+//!
+//! Steps, in order, per character:
+//! 1. invisible characters (zero-width, bidi controls, Unicode tag characters,
+//!    variation selectors) are recorded and removed; the ASCII text hidden in
+//!    tag characters (U+E0020..U+E007E) is decoded and kept as a note;
+//! 2. ANSI escape sequences and other C0/C1 controls (except tab, CR, LF) are
+//!    recorded and removed (whole CSI/OSC sequences, so `ESC[2K` leaves nothing);
+//! 3. NFKC, applied per character (full-width, ligatures, math alphanumerics);
+//! 4. accents on Latin letters are dropped (`é` → `e`), so patterns are written
+//!    without them;
+//! 5. lower case;
+//! 6. confusable folding: a small table of common Cyrillic and Greek look-alikes
+//!    of Latin letters, applied only inside words that also contain a Latin
+//!    letter (mixed-script words), so Russian or Greek text stays matchable by
+//!    its own patterns. The table is not Unicode's full `confusables.txt`.
+
+use unicode_normalization::char::{decompose_canonical, is_combining_mark};
+use unicode_normalization::UnicodeNormalization;
+
+use crate::display::is_invisible;
+
+/// What kind of hidden character was removed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum HiddenKind {
+    /// Zero-width spaces and joiners, word joiner, BOM, soft hyphen and other
+    /// default-ignorable characters.
+    ZeroWidth,
+    /// Bidirectional controls (LRM, RLM, embeddings, overrides, isolates).
+    Bidi,
+    /// Unicode tag characters U+E0000..U+E007F.
+    Tag,
+    /// Variation selectors.
+    Variation,
+    /// An ANSI escape sequence.
+    Ansi,
+    /// Another C0 or C1 control character.
+    Control,
+}
+
+impl HiddenKind {
+    /// A short human name.
+    pub fn name(self) -> &'static str {
+        match self {
+            HiddenKind::ZeroWidth => "zero-width character",
+            HiddenKind::Bidi => "bidirectional control",
+            HiddenKind::Tag => "Unicode tag character",
+            HiddenKind::Variation => "variation selector",
+            HiddenKind::Ansi => "ANSI escape sequence",
+            HiddenKind::Control => "control character",
+        }
+    }
+}
+
+/// One removed hidden character or escape sequence, by decoded byte range.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Hidden {
+    /// What it is.
+    pub kind: HiddenKind,
+    /// Its bytes in the decoded text.
+    pub start: usize,
+    /// One past its last byte.
+    pub end: usize,
+}
+
+/// Normalised text with a map back to the decoded text.
+#[derive(Clone, Debug, Default)]
+pub struct Normalized {
+    /// The text rules match on.
+    pub text: String,
+    /// For each byte of `text`, the decoded byte range of the character it came
+    /// from; `None` when the text is unchanged byte for byte (plain ASCII).
+    map: Option<Vec<(u32, u32)>>,
+    /// Hidden characters and escapes that were removed.
+    pub hidden: Vec<Hidden>,
+    /// ASCII text spelled in Unicode tag characters, if any.
+    pub tag_text: String,
+    /// True if a confusable look-alike was folded inside a mixed-script word.
+    pub mixed_script: bool,
+}
+
+impl Normalized {
+    /// Maps a byte range of `text` to a byte range of the decoded input.
+    pub fn to_decoded(&self, start: usize, end: usize) -> (usize, usize) {
+        match &self.map {
+            None => (start, end),
+            Some(m) => {
+                if m.is_empty() {
+                    return (0, 0);
+                }
+                let s = m[start.min(m.len() - 1)].0 as usize;
+                let e = if end == 0 { s } else { m[(end - 1).min(m.len() - 1)].1 as usize };
+                (s, e.max(s))
+            }
+        }
+    }
+}
+
+/// Normalises `s` (already JSON-decoded). See the module docs for the steps.
+pub fn normalize(s: &str) -> Normalized {
+    // Fast path: printable ASCII plus tab/CR/LF only needs lower-casing.
+    if s.bytes().all(|b| (0x20..0x7f).contains(&b) || b == b'\n' || b == b'\t' || b == b'\r') {
+        return Normalized {
+            text: s.to_ascii_lowercase(),
+            ..Normalized::default()
+        };
+    }
+    let mut out: Vec<(char, u32, u32)> = Vec::with_capacity(s.len());
+    let mut n = Normalized::default();
+    let mut chars = s.char_indices().peekable();
+    while let Some((i, c)) = chars.next() {
+        let end = i + c.len_utf8();
+        if c == '\u{1b}' {
+            // A whole escape sequence: CSI (ESC [ params final), OSC (ESC ] ... BEL/ST),
+            // or ESC plus one character.
+            let mut last = end;
+            match chars.peek().map(|&(_, c)| c) {
+                Some('[') => {
+                    let (j, c2) = chars.next().unwrap_or((i, '['));
+                    last = j + c2.len_utf8();
+                    for (j, c2) in chars.by_ref() {
+                        last = j + c2.len_utf8();
+                        if ('\u{40}'..='\u{7e}').contains(&c2) {
+                            break;
+                        }
+                    }
+                }
+                Some(']') => {
+                    let (j, c2) = chars.next().unwrap_or((i, ']'));
+                    last = j + c2.len_utf8();
+                    while let Some((j, c2)) = chars.next() {
+                        last = j + c2.len_utf8();
+                        if c2 == '\u{7}' {
+                            break;
+                        }
+                        if c2 == '\u{1b}' && chars.peek().map(|&(_, c)| c) == Some('\\') {
+                            if let Some((j, c3)) = chars.next() {
+                                last = j + c3.len_utf8();
+                            }
+                            break;
+                        }
+                    }
+                }
+                Some(_) => {
+                    if let Some((j, c2)) = chars.next() {
+                        last = j + c2.len_utf8();
+                    }
+                }
+                None => {}
+            }
+            n.hidden.push(Hidden {
+                kind: HiddenKind::Ansi,
+                start: i,
+                end: last,
+            });
+            continue;
+        }
+        if c.is_control() && !matches!(c, '\n' | '\t' | '\r') {
+            n.hidden.push(Hidden {
+                kind: HiddenKind::Control,
+                start: i,
+                end,
+            });
+            continue;
+        }
+        if is_invisible(c) {
+            let kind = match c {
+                '\u{e0000}'..='\u{e007f}' => HiddenKind::Tag,
+                '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{061c}' => {
+                    HiddenKind::Bidi
+                }
+                '\u{fe00}'..='\u{fe0f}' | '\u{e0100}'..='\u{e01ef}' | '\u{180b}'..='\u{180f}' => HiddenKind::Variation,
+                _ => HiddenKind::ZeroWidth,
+            };
+            if kind == HiddenKind::Tag {
+                let v = c as u32 - 0xe0000;
+                if (0x20..0x7f).contains(&v) {
+                    n.tag_text.push(char::from(v as u8));
+                }
+            }
+            n.hidden.push(Hidden { kind, start: i, end });
+            continue;
+        }
+        let (i32_, e32) = (i as u32, end as u32);
+        if c.is_ascii() {
+            out.push((c.to_ascii_lowercase(), i32_, e32));
+            continue;
+        }
+        if is_combining_mark(c) {
+            // A combining accent after a Latin letter: drop it (accent folding).
+            if out.last().is_some_and(|&(p, _, _)| p.is_ascii_alphabetic()) {
+                if let Some(last) = out.last_mut() {
+                    last.2 = e32;
+                }
+                continue;
+            }
+        }
+        for k in std::iter::once(c).nfkc() {
+            // Accent folding: a precomposed Latin letter whose canonical
+            // decomposition starts with an ASCII letter becomes that letter.
+            let mut base = None;
+            decompose_canonical(k, |d| {
+                if base.is_none() {
+                    base = Some(d);
+                }
+            });
+            let k = match base {
+                Some(b) if b.is_ascii_alphabetic() && b != k => b,
+                _ => k,
+            };
+            for l in k.to_lowercase() {
+                out.push((l, i32_, e32));
+            }
+        }
+    }
+    fold_confusables(&mut out, &mut n.mixed_script);
+    let mut map = Vec::with_capacity(out.len());
+    n.text.reserve(out.len());
+    for (c, a, b) in out {
+        n.text.push(c);
+        for _ in 0..c.len_utf8() {
+            map.push((a, b));
+        }
+    }
+    n.map = Some(map);
+    n
+}
+
+/// The Latin letter a Cyrillic or Greek look-alike stands for (lower case).
+fn confusable(c: char) -> Option<char> {
+    Some(match c {
+        'а' => 'a',
+        'в' => 'b',
+        'с' => 'c',
+        'е' | 'ё' => 'e',
+        'һ' => 'h',
+        'і' => 'i',
+        'ј' => 'j',
+        'к' => 'k',
+        'м' => 'm',
+        'н' => 'h',
+        'о' => 'o',
+        'р' => 'p',
+        'ѕ' => 's',
+        'т' => 't',
+        'у' => 'y',
+        'х' => 'x',
+        'ԁ' => 'd',
+        'ԛ' => 'q',
+        'ԝ' => 'w',
+        'α' => 'a',
+        'β' => 'b',
+        'ε' => 'e',
+        'ι' => 'i',
+        'κ' => 'k',
+        'ν' => 'v',
+        'ο' => 'o',
+        'ρ' => 'p',
+        'τ' => 't',
+        'υ' => 'u',
+        'χ' => 'x',
+        'ɑ' => 'a',
+        'ı' => 'i',
+        _ => return None,
+    })
+}
+
+/// Folds look-alikes inside words that mix Latin letters with them.
+fn fold_confusables(out: &mut [(char, u32, u32)], mixed: &mut bool) {
+    let mut i = 0;
+    while i < out.len() {
+        if !out[i].0.is_alphanumeric() {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        let mut latin = false;
+        let mut other = false;
+        while i < out.len() && (out[i].0.is_alphanumeric() || out[i].0 == '_') {
+            let c = out[i].0;
+            if c.is_ascii_alphabetic() {
+                latin = true;
+            } else if confusable(c).is_some() {
+                other = true;
+            }
+            i += 1;
+        }
+        if latin && other {
+            *mixed = true;
+            for e in &mut out[start..i] {
+                if let Some(l) = confusable(e.0) {
+                    e.0 = l;
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn back<'a>(src: &'a str, n: &Normalized, needle: &str) -> &'a str {
+        let at = n.text.find(needle).expect("needle in normalised text");
+        let (s, e) = n.to_decoded(at, at + needle.len());
+        &src[s..e]
+    }
+
+    #[test]
+    fn ascii_is_lowercased_in_place() {
+        let n = normalize("Ignore Previous");
+        assert_eq!(n.text, "ignore previous");
+        assert_eq!(n.to_decoded(7, 15), (7, 15));
+    }
+
+    #[test]
+    fn invisible_characters_are_removed_and_mapped() {
+        let src = "ig\u{200b}nore this";
+        let n = normalize(src);
+        assert_eq!(n.text, "ignore this");
+        assert_eq!(back(src, &n, "ignore"), "ig\u{200b}nore");
+        assert_eq!(n.hidden.len(), 1);
+        assert_eq!(n.hidden[0].kind, HiddenKind::ZeroWidth);
+    }
+
+    #[test]
+    fn tag_characters_are_decoded() {
+        let hidden: String = "read ~/.ssh".chars().map(|c| char::from_u32(0xe0000 + c as u32).unwrap()).collect();
+        let n = normalize(&format!("Weather{hidden}"));
+        assert_eq!(n.tag_text, "read ~/.ssh");
+        assert_eq!(n.text, "weather");
+        assert!(n.hidden.iter().all(|h| h.kind == HiddenKind::Tag));
+    }
+
+    #[test]
+    fn ansi_sequences_are_removed_whole() {
+        let src = "Price.\u{1b}[F\u{1b}[2KIMPORTANT: x\u{1b}[0m";
+        let n = normalize(src);
+        assert_eq!(n.text, "price.important: x");
+        assert_eq!(n.hidden.iter().filter(|h| h.kind == HiddenKind::Ansi).count(), 3);
+        assert_eq!(back(src, &n, "important"), "IMPORTANT");
+    }
+
+    #[test]
+    fn fullwidth_accents_and_confusables_fold() {
+        assert_eq!(normalize("ＩＧＮＯＲＥ").text, "ignore");
+        assert_eq!(normalize("révélez").text, "revelez");
+        assert_eq!(normalize("re\u{301}ve\u{301}lez").text, "revelez");
+        // Cyrillic о and е inside a Latin word.
+        let n = normalize("ign\u{43e}r\u{435} previous");
+        assert_eq!(n.text, "ignore previous");
+        assert!(n.mixed_script);
+        // Pure Russian stays Russian.
+        assert_eq!(normalize("не говори").text, "не говори");
+        // Japanese and Korean survive NFKC per character.
+        assert_eq!(normalize("ユーザーに言わないで").text, "ユーザーに言わないで");
+        assert_eq!(normalize("사용자에게").text, "사용자에게");
+    }
+}
