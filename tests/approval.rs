@@ -658,3 +658,63 @@ fn diff_exit_codes() {
     let o = mcplint(root, &["diff", &f("kitchen-before.json")]);
     assert_eq!(o.status.code(), Some(2));
 }
+
+#[test]
+fn the_rules_run_on_new_text() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let f = |n: &str| fixture(n).display().to_string();
+    let (b, a) = (
+        f("rugpull-agentnull-rugpull-file_analyzer-before.json"),
+        f("rugpull-agentnull-rugpull-file_analyzer-after.json"),
+    );
+    let o = mcplint(
+        root,
+        &[
+            "diff",
+            "--config",
+            "no-such-mcplint.toml",
+            "--format",
+            "json",
+            &b,
+            &a,
+        ],
+    );
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("json");
+    let desc = v["changes"]
+        .as_array()
+        .expect("changes")
+        .iter()
+        .find(|c| c["kind"] == "description-changed")
+        .expect("description change");
+    let rules: Vec<&str> = desc["rules"]
+        .as_array()
+        .expect("rules")
+        .iter()
+        .filter_map(|r| r.as_str())
+        .collect();
+    assert!(
+        !rules.is_empty(),
+        "reading ~/.ssh/id_rsa trips a rule: {desc}"
+    );
+    assert!(desc["message"].as_str().expect("message").contains("trips"));
+    let o = mcplint(
+        root,
+        &[
+            "diff",
+            "--no-rules",
+            "--config",
+            "no-such-mcplint.toml",
+            "--format",
+            "json",
+            &b,
+            &a,
+        ],
+    );
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("json");
+    assert!(v["changes"]
+        .as_array()
+        .expect("changes")
+        .iter()
+        .all(|c| c["rules"].as_array().is_some_and(|r| r.is_empty())));
+}

@@ -6,7 +6,8 @@
 //! pin moved without a new approval (`pin-changed`), and an approval whose
 //! server is no longer in `mcplint.toml` (`approval-stale`).
 
-use crate::approval::diff::{diff_servers, DiffOptions, Side};
+use crate::approval::diff::Side;
+use crate::approval::rules_hook::{diff_judged, LazyRules};
 use crate::approval::source::current_manifest;
 use crate::approval::store::{self, Fingerprints};
 use crate::config::Config;
@@ -78,12 +79,13 @@ fn server_change(server: &str, kind: ChangeKind, message: String) -> Change {
     }
 }
 
-/// Compares every server in `cfg` with its approval.
+/// Compares every server in `cfg` with its approval. With `rules`, the
+/// rules run on the new text of every change.
 pub fn check_config(
     cfg: &Config,
     opts: &LoadOptions,
     mode: Mode,
-    diff_opts: DiffOptions<'_>,
+    rules: &LazyRules<'_>,
 ) -> Outcome {
     let mut out = Outcome::default();
     let cfg_file = cfg.path.display().to_string();
@@ -141,11 +143,18 @@ pub fn check_config(
         }
         let before_file = path.display().to_string();
         let after_file = current.loaded.display_path();
-        let mut changes = diff_servers(
+        let mut changes = match diff_judged(
             Side::of(&approval.loaded, approval.server(), &before_file),
             Side::of(&current.loaded, current.server(), &after_file),
-            diff_opts,
-        );
+            &current.loaded,
+            rules,
+        ) {
+            Ok(c) => c,
+            Err(e) => {
+                out.errors.push(miette::miette!("{e}"));
+                continue;
+            }
+        };
         // Name changes by the server's config name, whatever serverInfo says.
         for c in &mut changes {
             c.server = sc.name.clone();

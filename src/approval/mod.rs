@@ -6,5 +6,6 @@
 
 pub mod check;
 pub mod diff;
+pub mod rules_hook;
 pub mod source;
 pub mod store;

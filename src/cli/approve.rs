@@ -3,7 +3,8 @@
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::PathBuf;
 
-use crate::approval::diff::{diff_servers, DiffOptions, Side};
+use crate::approval::diff::Side;
+use crate::approval::rules_hook::{diff_judged, LazyRules};
 use crate::approval::source::current_manifest;
 use crate::approval::store::{self, ApprovalMeta, Fingerprints};
 use crate::config::Config;
@@ -97,6 +98,7 @@ fn run_inner(args: &Args, opts: &LoadOptions) -> miette::Result<i32> {
             })?
         }
     };
+    let rules = LazyRules::new(Some(&cfg), true);
     let interactive = std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
     let mut code = super::EXIT_OK;
     for sc in cfg
@@ -130,11 +132,13 @@ fn run_inner(args: &Args, opts: &LoadOptions) -> miette::Result<i32> {
                     }
                     let before_file = path.display().to_string();
                     let after_file = current.loaded.display_path();
-                    let mut changes = diff_servers(
+                    let mut changes = diff_judged(
                         Side::of(&old.loaded, old.server(), &before_file),
                         Side::of(&current.loaded, server, &after_file),
-                        DiffOptions::default(),
-                    );
+                        &current.loaded,
+                        &rules,
+                    )
+                    .map_err(|e| miette::miette!("{e}"))?;
                     for c in &mut changes {
                         c.server = sc.name.clone();
                     }

@@ -4,6 +4,7 @@ use std::path::{Path, PathBuf};
 
 use crate::approval::check::{check_config, Mode};
 use crate::approval::diff::{diff_loaded, DiffOptions};
+use crate::approval::rules_hook::{LazyRules, Rules};
 use crate::approval::store;
 use crate::config::Config;
 use crate::manifest::load::{load_file, LoadOptions};
@@ -33,9 +34,12 @@ pub struct Args {
     /// Output format.
     #[arg(long, value_enum, default_value_t = DiffFormat::Human)]
     pub format: DiffFormat,
-    /// The project configuration (without APPROVED and CURRENT).
+    /// The project configuration (servers, approvals, `[rules]` settings).
     #[arg(long, value_name = "PATH", default_value = "mcplint.toml")]
     pub config: PathBuf,
+    /// Do not run the rules on new text.
+    #[arg(long)]
+    pub no_rules: bool,
 }
 
 /// Loads a manifest; an approval file is checked against its fingerprints.
@@ -66,8 +70,24 @@ fn run_inner(args: &Args, opts: &LoadOptions) -> miette::Result<i32> {
     if let (Some(a), Some(c)) = (&args.approved, &args.current) {
         let before = load_manifest(a, opts)?;
         let after = load_manifest(c, opts)?;
-        let changes = diff_loaded(&before, &after, DiffOptions::default())
+        // The project's [rules] settings apply when there is a project.
+        let cfg = if args.config.is_file() {
+            Some(Config::load(&args.config)?)
+        } else {
+            None
+        };
+        let mut changes = diff_loaded(&before, &after, DiffOptions::default())
             .map_err(|e| miette::miette!("{e}"))?;
+        // Only when something changed are the rules built and run on the new text.
+        if !changes.is_empty() && !args.no_rules {
+            let index = Rules::new(cfg.as_ref())?.index(&after);
+            let hook = |doc: &crate::manifest::json::Document,
+                        node: crate::manifest::json::NodeId| {
+                index.rules_in(doc, node)
+            };
+            changes = diff_loaded(&before, &after, DiffOptions { rules: Some(&hook) })
+                .map_err(|e| miette::miette!("{e}"))?;
+        }
         print!("{}", render(&changes, args.format, color));
         return Ok(if changes.is_empty() {
             super::EXIT_OK
@@ -76,7 +96,8 @@ fn run_inner(args: &Args, opts: &LoadOptions) -> miette::Result<i32> {
         });
     }
     let cfg = Config::load(&args.config)?;
-    let outcome = check_config(&cfg, opts, Mode::Diff, DiffOptions::default());
+    let rules = LazyRules::new(Some(&cfg), !args.no_rules);
+    let outcome = check_config(&cfg, opts, Mode::Diff, &rules);
     print!("{}", render(&outcome.changes, args.format, color));
     for name in &outcome.reordered {
         eprintln!(

@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use crate::approval::check::{check_config, Mode};
-use crate::approval::diff::DiffOptions;
+use crate::approval::rules_hook::LazyRules;
 use crate::config::Config;
 use crate::display::visible;
 use crate::fingerprint::{matches, server_fingerprint, Scheme};
@@ -36,6 +36,9 @@ pub struct Args {
     /// The project configuration.
     #[arg(long, value_name = "PATH", default_value = "mcplint.toml")]
     pub config: PathBuf,
+    /// Do not run the rules on the new text of a changed server.
+    #[arg(long)]
+    pub no_rules: bool,
 }
 
 /// Runs the command; errors are printed and give exit code 2.
@@ -85,7 +88,8 @@ fn run_inner(args: &Args, opts: &LoadOptions) -> miette::Result<i32> {
         return Ok(super::EXIT_FINDINGS);
     }
     let cfg = Config::load(&args.config)?;
-    let outcome = check_config(&cfg, opts, Mode::Verify, DiffOptions::default());
+    let rules = LazyRules::new(Some(&cfg), !args.no_rules);
+    let outcome = check_config(&cfg, opts, Mode::Verify, &rules);
     if !outcome.changes.is_empty() {
         let color = args.format == DiffFormat::Human && super::stdout_color();
         print!("{}", render(&outcome.changes, args.format, color));

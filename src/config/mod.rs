@@ -13,7 +13,7 @@
 //! [servers.weather]
 //! source = "file:captures/weather.json"
 //!
-//! [rules]            # kept as a raw table for the rules engine
+//! [rules]            # kept as a raw table for the rules engine (and `rules-dirs`)
 //! ```
 //!
 //! A source is `npm:PKG@EXACT`, `pypi:PKG==EXACT`, `file:PATH` (a manifest of
@@ -113,6 +113,8 @@ pub struct Config {
     pub servers: Vec<ServerConfig>,
     /// The `[rules]` table, untouched, for the rules engine.
     pub rules: Option<toml::Table>,
+    /// `rules-dirs`, untouched, for the rules engine.
+    pub rules_dirs: Option<toml::Value>,
 }
 
 #[derive(Deserialize)]
@@ -122,6 +124,8 @@ struct RawConfig {
     #[serde(default)]
     servers: BTreeMap<Spanned<String>, RawServer>,
     rules: Option<toml::Table>,
+    #[serde(rename = "rules-dirs")]
+    rules_dirs: Option<toml::Value>,
 }
 
 #[derive(Deserialize)]
@@ -494,6 +498,7 @@ impl Config {
             approvals,
             servers,
             rules: raw.rules,
+            rules_dirs: raw.rules_dirs,
         })
     }
 

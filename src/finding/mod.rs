@@ -178,15 +178,21 @@ pub struct Finding {
 impl Finding {
     /// The tool name, if the finding is about a tool.
     pub fn tool(&self) -> Option<&str> {
-        (self.subject == Subject::Tool).then_some(self.name.as_deref()).flatten()
+        (self.subject == Subject::Tool)
+            .then_some(self.name.as_deref())
+            .flatten()
     }
     /// The prompt name, if the finding is about a prompt.
     pub fn prompt(&self) -> Option<&str> {
-        (self.subject == Subject::Prompt).then_some(self.name.as_deref()).flatten()
+        (self.subject == Subject::Prompt)
+            .then_some(self.name.as_deref())
+            .flatten()
     }
     /// The resource name, if the finding is about a resource.
     pub fn resource(&self) -> Option<&str> {
-        (self.subject == Subject::Resource).then_some(self.name.as_deref()).flatten()
+        (self.subject == Subject::Resource)
+            .then_some(self.name.as_deref())
+            .flatten()
     }
 
     /// Sort key: file, position, rule.
