@@ -557,11 +557,11 @@ mod tests {
     #[test]
     fn errors_point_into_the_file() {
         let text = "[servers.a]\nsource = \"npm:pkg@latest\"\n[servers.b]\nsource = \"pypi:x>=1\"\nbogus = 1\n";
-        let e = parse(text).err().expect("refused");
+        let e = parse(text).expect_err("refused");
         assert_eq!(e.errors.len(), 1, "unknown keys stop the first step");
         let text =
             "[servers.a]\nsource = \"npm:pkg@latest\"\n[servers.b]\nsource = \"pypi:x>=1\"\n";
-        let e = parse(text).err().expect("refused");
+        let e = parse(text).expect_err("refused");
         assert_eq!(e.errors.len(), 2);
         match &e.errors[0] {
             LoadError::Shape {

@@ -54,8 +54,9 @@
 //! | `pin-changed` (the source pin moved without a new approval) | high |
 //! | `approval-stale` (an approval for a server no longer in `mcplint.toml`) | low |
 //!
-//! Whatever the table says, a change whose new text trips a rule is high and
-//! names the rule (see `approval::diff`).
+//! Whatever the table says, a change whose new text trips a rule (a finding of
+//! medium or high severity inside the new value) is high and names the rule
+//! (see `approval::diff` and `approval::rules_hook`).
 
 use std::fmt;
 
