@@ -347,6 +347,7 @@ impl Differ<'_, '_> {
             (Kind::String, Kind::String) => bd.str(b) == ad.str(a),
             (Kind::Bool, Kind::Bool) => bd.as_bool(b) == ad.as_bool(a),
             (Kind::Null, Kind::Null) => true,
+            (Kind::Number, Kind::Number) => same_number(bd.raw(b), ad.raw(a)),
             (x, y) if x != y => false,
             _ => canonical(bd, b, Scheme::Python) == canonical(ad, a, Scheme::Python),
         }
@@ -932,7 +933,23 @@ impl Differ<'_, '_> {
         for key in union_keys(&be, &ae) {
             let (bv, av) = (lookup(&be, key), lookup(&ae, key));
             if key == "required" {
-                self.diff_required(ctx, path, (&b_req, bv), (&a_req, av), &b_props, &a_props);
+                let arr =
+                    |d: &Document, n: Option<NodeId>| n.is_none_or(|n| d.kind(n) == Kind::Array);
+                if arr(self.b.doc, bv) && arr(self.a.doc, av) {
+                    self.diff_required(ctx, path, (&b_req, bv), (&a_req, av), &b_props, &a_props);
+                } else if !self.same_opt(bv, av) {
+                    // Not a list of names (draft-3 style or malformed): report it whole.
+                    let sev = self.side(ctx, ChangeKind::ParamRequiredChanged);
+                    self.emit(
+                        ctx,
+                        ChangeKind::ParamRequiredChanged,
+                        sev,
+                        ptr(path, key),
+                        bv,
+                        av,
+                        "`required` changed".into(),
+                    );
+                }
                 continue;
             }
             if self.same_opt(bv, av) {
@@ -1503,6 +1520,34 @@ impl Differ<'_, '_> {
     }
 }
 
+/// True if two JSON number literals are the same number: integers digit for
+/// digit (so integers beyond 2^53 are never rounded together), anything else
+/// as doubles (so `1`, `1.0` and `1e0` are one number).
+fn same_number(b: &str, a: &str) -> bool {
+    if b == a {
+        return true;
+    }
+    let int = |s: &str| !s.contains(['.', 'e', 'E']);
+    let norm = |s: &str| {
+        let neg = s.starts_with('-');
+        let digits = s.trim_start_matches('-').trim_start_matches('0');
+        if digits.is_empty() {
+            "0".to_string()
+        } else if neg {
+            format!("-{digits}")
+        } else {
+            digits.to_string()
+        }
+    };
+    if int(b) && int(a) {
+        return norm(b) == norm(a);
+    }
+    match (b.parse::<f64>(), a.parse::<f64>()) {
+        (Ok(x), Ok(y)) => x == y && (int(b) == int(a) || x.abs() < 9_007_199_254_740_992.0),
+        _ => false,
+    }
+}
+
 /// Pairs the n-th occurrence of each name on one side with the n-th on the
 /// other. Returns `(before index, after index)` pairs: both set when paired,
 /// one set for a removal or an addition. Order: the old side's order, then
@@ -1675,6 +1720,16 @@ mod tests {
                 "at {off}"
             );
         }
+    }
+
+    #[test]
+    fn numbers_compare_by_value() {
+        assert!(same_number("1", "1.0"));
+        assert!(same_number("100", "1e2"));
+        assert!(same_number("-0", "0"));
+        assert!(!same_number("9007199254740993", "9007199254740992"));
+        assert!(!same_number("1", "2"));
+        assert!(!same_number("9007199254740993", "9007199254740992.0"));
     }
 
     #[test]
