@@ -560,6 +560,9 @@ fn stale_approvals_and_moved_pins_are_reported() {
         ("config_check_markdown", "markdown"),
     ] {
         let o = mcplint(p, &["diff", "--format", format]);
+        if format == "sarif" {
+            validate_sarif(&stdout(&o));
+        }
         insta::assert_snapshot!(name, stdout(&o).replace(&root, "[PROJECT]"));
     }
 }
@@ -717,4 +720,70 @@ fn the_rules_run_on_new_text() {
         .expect("changes")
         .iter()
         .all(|c| c["rules"].as_array().is_some_and(|r| r.is_empty())));
+}
+
+/// Runs Microsoft's SARIF validator when scripts/test.sh installed it
+/// (`.tools/node_modules/.bin/sarif-multitool`); with MCPLINT_REQUIRE_SARIF=1
+/// (set by scripts/test.sh) a missing validator is a failure.
+fn validate_sarif(sarif: &str) {
+    let bin = PathBuf::from(".tools/node_modules/.bin/sarif-multitool");
+    if !bin.exists() {
+        assert!(
+            std::env::var_os("MCPLINT_REQUIRE_SARIF").is_none(),
+            "sarif-multitool is not installed; run scripts/test.sh"
+        );
+        eprintln!("note: sarif-multitool not installed; SARIF schema validation skipped");
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("changes.sarif");
+    std::fs::write(&file, sarif).expect("write");
+    let out = Command::new(&bin)
+        .arg("validate")
+        .arg(&file)
+        .output()
+        .expect("run sarif-multitool");
+    let text =
+        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    let problems: Vec<&str> = text
+        .lines()
+        .filter(|l| l.contains(": error ") || l.contains(": warning "))
+        .collect();
+    assert!(
+        out.status.success() && problems.is_empty(),
+        "SARIF validation failed:\n{text}"
+    );
+}
+
+#[test]
+fn sarif_of_changes_validates() {
+    let changes = kitchen();
+    let sarif = render(&changes, DiffFormat::Sarif, false);
+    let v: serde_json::Value = serde_json::from_str(&sarif).expect("json");
+    assert_eq!(v["version"], "2.1.0");
+    assert_eq!(
+        v["runs"][0]["results"].as_array().expect("results").len(),
+        changes.len()
+    );
+    validate_sarif(&sarif);
+}
+
+#[test]
+fn colour_only_when_asked_and_hostile_escapes_stay_visible() {
+    let a = br#"{"tools":[{"name":"t","description":"ok"}]}"#;
+    let b = "{\"tools\":[{\"name\":\"t\",\"description\":\"ok \\u001b[2J now\"}]}";
+    let lo = LoadOptions::default();
+    let la = load_bytes(Path::new("a.json"), a.to_vec(), &lo).expect("loads");
+    let lb = load_bytes(Path::new("b.json"), b.as_bytes().to_vec(), &lo).expect("loads");
+    let changes = diff_loaded(&la, &lb, DiffOptions::default()).expect("diffable");
+    let plain = render(&changes, DiffFormat::Human, false);
+    assert!(!plain.contains('\u{1b}'));
+    let coloured = render(&changes, DiffFormat::Human, true);
+    assert!(
+        coloured.contains("\u{1b}[1;32m"),
+        "insertions are green: {coloured:?}"
+    );
+    // Our colour codes are the only escapes: the manifest's is shown.
+    assert!(coloured.contains("⟨ESC⟩[2J"));
+    assert!(!coloured.contains("\u{1b}[2J"));
 }

@@ -335,6 +335,8 @@ pub fn sarif(changes: &[Change]) -> String {
             "tool": { "driver": {
                 "name": "mcplint",
                 "version": env!("CARGO_PKG_VERSION"),
+                // The same address as the findings' SARIF (src/report/sarif.rs).
+                "informationUri": "https://github.com/mcplint/mcplint",
                 "rules": rules,
             }},
             "results": results,
