@@ -170,6 +170,8 @@ static PYPI_NAME: LazyLock<Regex> = LazyLock::new(|| {
 });
 static SERVER_NAME: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$").expect("valid regex"));
+static PLACEHOLDER: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"^\$\{[A-Za-z_][A-Za-z0-9_]*\}$").expect("valid regex"));
 static ENV_NAME: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"^[A-Za-z_][A-Za-z0-9_]*$").expect("valid regex"));
 static HOST: LazyLock<Regex> = LazyLock::new(|| {
@@ -446,6 +448,19 @@ impl Config {
                 env.insert(k.get_ref().clone(), v.get_ref().clone());
             }
             for s in &rs.secrets {
+                // A secret's value comes from the host at run time; one
+                // written here would be committed with the file.
+                if let Some((_, v)) = rs.env.iter().find(|(k, _)| k.get_ref() == s.get_ref()) {
+                    if !PLACEHOLDER.is_match(v.get_ref()) {
+                        check.err(
+                            span_of(v),
+                            &format!("{ptr}.env"),
+                            format!("the secret `{}` has a value written in the configuration", crate::display::visible(s.get_ref())),
+                            "this value",
+                            Some("write a placeholder such as \"${NAME}\"; the value is taken from the environment when the server runs"),
+                        );
+                    }
+                }
                 if !ENV_NAME.is_match(s.get_ref()) {
                     check.err(
                         span_of(s),
@@ -575,6 +590,17 @@ mod tests {
             }
             other => panic!("unexpected {other:?}"),
         }
+    }
+
+    #[test]
+    fn secrets_must_be_placeholders() {
+        let text = "[servers.a]\nsource = \"file:a.json\"\nenv = { TOKEN = \"ghp_live_value\" }\nsecrets = [\"TOKEN\"]\n";
+        let e = parse(text).expect_err("refused");
+        assert!(
+            matches!(&e.errors[0], LoadError::Shape { message, .. } if message.contains("secret"))
+        );
+        let text = "[servers.a]\nsource = \"file:a.json\"\nenv = { TOKEN = \"${TOKEN}\" }\nsecrets = [\"TOKEN\"]\n";
+        assert!(parse(text).is_ok());
     }
 
     #[test]
