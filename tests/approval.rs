@@ -787,3 +787,91 @@ fn colour_only_when_asked_and_hostile_escapes_stay_visible() {
     assert!(coloured.contains("⟨ESC⟩[2J"));
     assert!(!coloured.contains("\u{1b}[2J"));
 }
+
+/// Every benign capture in the shared datasets (56 servers, 1,123 tools)
+/// survives approval: the canonical approval file reproduces both
+/// fingerprints and the context digest, and diffs as nothing against the
+/// capture. The datasets live outside the repository (`../shared/datasets`,
+/// or `MCPLINT_DATASETS`); without them the test says so and passes unless
+/// `MCPLINT_REQUIRE_DATASETS` is set.
+#[test]
+fn benign_captures_round_trip_through_approvals() {
+    use mcplint::approval::store::{self, ApprovalMeta, Fingerprints};
+    let root = std::env::var_os("MCPLINT_DATASETS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("../shared/datasets"));
+    let dir = root.join("benign");
+    if !dir.is_dir() {
+        assert!(
+            std::env::var_os("MCPLINT_REQUIRE_DATASETS").is_none(),
+            "no datasets at {}",
+            dir.display()
+        );
+        eprintln!(
+            "note: {} not found; benign round trip skipped",
+            dir.display()
+        );
+        return;
+    }
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let lo = LoadOptions::default();
+    let mut tools = 0;
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .expect("read dir")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|e| e == "json"))
+        .collect();
+    files.sort();
+    for path in &files {
+        let l = load_file(path, &lo).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        for s in &l.servers {
+            let meta = ApprovalMeta {
+                server: "s".into(),
+                source: None,
+                integrity: None,
+                approved_at: store::rfc3339(0),
+                approved_by: "test".into(),
+                reason: "round trip".into(),
+                fingerprints: Fingerprints::of(&l.doc, s),
+            };
+            let target = tmp.path().join("s.json");
+            store::write(&target, &l.doc, s, &meta)
+                .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+            let a = store::load(&target, &lo).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+            assert_eq!(a.meta.fingerprints, meta.fingerprints, "{}", path.display());
+            let pf = target.display().to_string();
+            let of = l.display_path();
+            let changes = mcplint::approval::diff::diff_servers(
+                mcplint::approval::diff::Side::of(&a.loaded, a.server(), &pf),
+                mcplint::approval::diff::Side::of(&l, s, &of),
+                DiffOptions::default(),
+            );
+            assert!(changes.is_empty(), "{}: {changes:#?}", path.display());
+            tools += s.tools.len();
+        }
+    }
+    assert!(tools >= 1000, "only {tools} tools in {}", dir.display());
+}
+
+#[test]
+fn one_unfetchable_server_does_not_stop_the_others() {
+    let dir = project("[servers.files]\nsource = \"file:current.json\"\n[servers.gh]\nsource = \"pypi:mcp-server-git==2025.1.14\"\n");
+    let p = dir.path();
+    copy_fixture(p, "kitchen-before.json", "current.json");
+    let o = mcplint(p, &["approve", "--reason", "r", "--by", "T"]);
+    assert_eq!(o.status.code(), Some(2), "the package source fails");
+    assert!(
+        p.join(".mcplint/approvals/files.json").is_file(),
+        "the file source is approved"
+    );
+    assert!(!p.join(".mcplint/approvals/gh.json").exists());
+    let o = mcplint(p, &["verify"]);
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "gh has no approval: {}{}",
+        stdout(&o),
+        stderr(&o)
+    );
+    assert!(stdout(&o).contains("server-unapproved"));
+}
