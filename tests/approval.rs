@@ -653,6 +653,33 @@ fn diff_exit_codes() {
         &["diff", &f("kitchen-before.json"), &f("kitchen-after.json")],
     );
     assert_eq!(o.status.code(), Some(1));
+    // A new serverInfo version alone is info: it fails by default, not under --fail-on low.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let t = |v: &str| {
+        format!(r#"{{"serverInfo":{{"name":"s","version":"{v}"}},"tools":[{{"name":"a"}}]}}"#)
+    };
+    std::fs::write(dir.path().join("a.json"), t("1.0.0")).expect("write");
+    std::fs::write(dir.path().join("b.json"), t("1.0.1")).expect("write");
+    let o = mcplint(dir.path(), &["diff", "a.json", "b.json"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
+    let o = mcplint(
+        dir.path(),
+        &["diff", "--fail-on", "low", "a.json", "b.json"],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
+    assert!(stdout(&o).contains("server-info-changed"), "still printed");
+    let o = mcplint(
+        root,
+        &[
+            "diff",
+            "--fail-on",
+            "high",
+            "--no-rules",
+            &f("kitchen-before.json"),
+            &f("kitchen-after.json"),
+        ],
+    );
+    assert_eq!(o.status.code(), Some(1));
     let o = mcplint(
         root,
         &["diff", &f("kitchen-before.json"), &f("missing.json")],

@@ -7,6 +7,7 @@ use crate::approval::diff::{diff_loaded, DiffOptions};
 use crate::approval::rules_hook::{LazyRules, Rules};
 use crate::approval::store;
 use crate::config::Config;
+use crate::finding::Severity;
 use crate::manifest::load::{load_file, LoadOptions};
 use crate::manifest::Loaded;
 use crate::report::diff::{render, DiffFormat};
@@ -18,7 +19,8 @@ With two files, compares them (any input kinds; an approval file is one).
 Without, compares every server in mcplint.toml with its approval and
 reports servers without approvals, moved pins and stale approvals.
 
-Exit codes: 0 nothing changed, 1 something changed, 2 bad input.
+Exit codes: 0 nothing changed (at or above --fail-on), 1 something changed,
+2 bad input.
 
 Examples:
   mcplint diff .mcplint/approvals/weather.json captures/weather.json
@@ -40,6 +42,9 @@ pub struct Args {
     /// Do not run the rules on new text.
     #[arg(long)]
     pub no_rules: bool,
+    /// Exit 1 only for changes at or above this severity (all are printed).
+    #[arg(long, value_enum, default_value_t = Severity::Info, value_name = "SEVERITY")]
+    pub fail_on: Severity,
 }
 
 /// Loads a manifest; an approval file is checked against its fingerprints.
@@ -89,10 +94,10 @@ fn run_inner(args: &Args, opts: &LoadOptions) -> miette::Result<i32> {
                 .map_err(|e| miette::miette!("{e}"))?;
         }
         print!("{}", render(&changes, args.format, color));
-        return Ok(if changes.is_empty() {
-            super::EXIT_OK
-        } else {
+        return Ok(if changes.iter().any(|c| c.severity >= args.fail_on) {
             super::EXIT_FINDINGS
+        } else {
+            super::EXIT_OK
         });
     }
     let cfg = Config::load(&args.config)?;
@@ -108,5 +113,12 @@ fn run_inner(args: &Args, opts: &LoadOptions) -> miette::Result<i32> {
     for e in outcome.errors.iter() {
         eprintln!("{e:?}");
     }
-    Ok(outcome.exit_code())
+    let code = outcome.exit_code();
+    if code == super::EXIT_FINDINGS
+        && outcome.reordered.is_empty()
+        && !outcome.changes.iter().any(|c| c.severity >= args.fail_on)
+    {
+        return Ok(super::EXIT_OK);
+    }
+    Ok(code)
 }
