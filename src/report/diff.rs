@@ -229,11 +229,13 @@ pub fn human(changes: &[Change], color: bool) -> String {
                         );
                     }
                 }
+                // New content is never shortened: it is what the reviewer
+                // must read. Old content is context and is cut at 300 characters.
                 if let Some(a) = a {
                     let _ = writeln!(
                         out,
                         "{pad}{}",
-                        paint("\x1b[32m", &format!("+ {}", compact(a, 600)))
+                        paint("\x1b[32m", &format!("+ {}", compact(a, usize::MAX)))
                     );
                 }
             }
