@@ -902,3 +902,67 @@ fn one_unfetchable_server_does_not_stop_the_others() {
     );
     assert!(stdout(&o).contains("server-unapproved"));
 }
+
+/// Runs mcplint under a pseudo-terminal (util-linux `script`, part of every
+/// Debian system) with `answer` typed in.
+fn mcplint_on_tty(dir: &Path, args: &str, answer: &str) -> Output {
+    use std::io::Write;
+    let cmd = format!("{} {args}", env!("CARGO_BIN_EXE_mcplint"));
+    let mut child = Command::new("script")
+        .args(["-qec", &cmd, "/dev/null"])
+        .current_dir(dir)
+        .env("NO_COLOR", "1")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("util-linux script runs");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(answer.as_bytes())
+        .expect("type");
+    child.wait_with_output().expect("waits")
+}
+
+#[test]
+fn confirmation_at_a_terminal() {
+    let dir = project(ONE_SERVER);
+    let p = dir.path();
+    copy_fixture(
+        p,
+        "rugpull-everything-wrong-greet-before.json",
+        "current.json",
+    );
+    assert_eq!(
+        mcplint(p, &["approve", "--reason", "r", "--by", "T"])
+            .status
+            .code(),
+        Some(0)
+    );
+    let approval = p.join(".mcplint/approvals/files.json");
+    let first = std::fs::read_to_string(&approval).expect("read");
+    copy_fixture(
+        p,
+        "rugpull-everything-wrong-greet-after.json",
+        "current.json",
+    );
+    let o = mcplint_on_tty(p, "approve --reason second --by T", "n\n");
+    assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
+    assert!(
+        stdout(&o).contains("Replace the approval of files?"),
+        "{}",
+        stdout(&o)
+    );
+    assert_eq!(
+        std::fs::read_to_string(&approval).expect("read"),
+        first,
+        "kept"
+    );
+    let o = mcplint_on_tty(p, "approve --reason second --by T", "y\n");
+    assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
+    assert!(std::fs::read_to_string(&approval)
+        .expect("read")
+        .contains("\"reason\": \"second\""));
+}
