@@ -966,3 +966,90 @@ fn confirmation_at_a_terminal() {
         .expect("read")
         .contains("\"reason\": \"second\""));
 }
+
+mod properties {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// Arbitrary JSON, a few levels deep, with schema-ish keys and hostile text.
+    fn json() -> impl Strategy<Value = serde_json::Value> {
+        let leaf = prop_oneof![
+            Just(serde_json::Value::Null),
+            any::<bool>().prop_map(serde_json::Value::Bool),
+            any::<i32>().prop_map(|n| serde_json::json!(n)),
+            "[a-z \u{200b}\u{1b}\n~/.]{0,12}".prop_map(serde_json::Value::String),
+        ];
+        leaf.prop_recursive(4, 48, 6, |inner| {
+            let key = prop_oneof![
+                Just("type".to_string()),
+                Just("properties".to_string()),
+                Just("required".to_string()),
+                Just("items".to_string()),
+                Just("anyOf".to_string()),
+                Just("description".to_string()),
+                Just("additionalProperties".to_string()),
+                Just("$defs".to_string()),
+                "[a-z]{1,3}",
+            ];
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..4).prop_map(serde_json::Value::Array),
+                prop::collection::vec((key, inner), 0..5)
+                    .prop_map(|kv| serde_json::Value::Object(kv.into_iter().collect())),
+            ]
+        })
+    }
+
+    type ToolParts = (String, String, serde_json::Value, serde_json::Value);
+
+    fn manifest(tools: &[ToolParts]) -> mcplint::manifest::Loaded {
+        let tools: Vec<serde_json::Value> = tools
+            .iter()
+            .map(|(n, d, props, extra)| {
+                serde_json::json!({
+                    "name": n,
+                    "description": d,
+                    "inputSchema": {"type": "object", "properties": props, "required": ["a", "b"]},
+                    "annotations": {"readOnlyHint": d.len() % 2 == 0},
+                    "x-extra": extra,
+                })
+            })
+            .collect();
+        let text = serde_json::to_vec(&serde_json::json!({ "tools": tools })).expect("json");
+        load_bytes(Path::new("p.json"), text, &LoadOptions::default()).expect("loads")
+    }
+
+    fn tools() -> impl Strategy<Value = Vec<ToolParts>> {
+        prop::collection::vec(
+            (
+                "[a-d]{1,2}",
+                "[a-z \u{200b}\u{1b}\n~/.]{0,16}",
+                json(),
+                json(),
+            ),
+            0..5,
+        )
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+        #[test]
+        fn diffs_never_panic_and_a_manifest_equals_itself(a in tools(), b in tools()) {
+            let (la, lb) = (manifest(&a), manifest(&b));
+            prop_assert!(diff_loaded(&la, &la, DiffOptions::default()).expect("diffable").is_empty());
+            let changes = diff_loaded(&la, &lb, DiffOptions::default()).expect("diffable");
+            for format in [DiffFormat::Human, DiffFormat::Json, DiffFormat::Sarif, DiffFormat::Github, DiffFormat::Markdown] {
+                let out = render(&changes, format, false);
+                prop_assert!(!out.contains('\u{1b}'), "raw ESC in {:?}", format);
+            }
+            // Locations stay inside their files.
+            for c in &changes {
+                if let Some(l) = &c.after_location {
+                    prop_assert!(l.span.end <= lb.doc.text().len());
+                }
+                if let Some(l) = &c.before_location {
+                    prop_assert!(l.span.end <= la.doc.text().len());
+                }
+            }
+        }
+    }
+}
