@@ -310,6 +310,36 @@ fn kitchen_sink_snapshots_in_every_format() {
 }
 
 #[test]
+fn markdown_fits_in_a_pull_request_comment() {
+    let tool = |i: usize, d: &str| {
+        format!(
+            r#"{{"name":"t{i}","description":"{d} {}"}}"#,
+            "word ".repeat(300)
+        )
+    };
+    let a: Vec<String> = (0..2000).map(|i| tool(i, "old")).collect();
+    let b: Vec<String> = (0..2000).map(|i| tool(i, "new text")).collect();
+    let lo = LoadOptions::default();
+    let la = load_bytes(
+        Path::new("a.json"),
+        format!(r#"{{"tools":[{}]}}"#, a.join(",")).into_bytes(),
+        &lo,
+    )
+    .expect("loads");
+    let lb = load_bytes(
+        Path::new("b.json"),
+        format!(r#"{{"tools":[{}]}}"#, b.join(",")).into_bytes(),
+        &lo,
+    )
+    .expect("loads");
+    let changes = diff_loaded(&la, &lb, DiffOptions::default()).expect("diffable");
+    assert_eq!(changes.len(), 2000);
+    let md = render(&changes, DiffFormat::Markdown, false);
+    assert!(md.len() < 65_536, "{} characters", md.len());
+    assert!(md.contains("more changes"));
+}
+
+#[test]
 fn json_report_shape() {
     let changes = rug_pull("everything-wrong-greet");
     let v: serde_json::Value =

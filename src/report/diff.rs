@@ -442,6 +442,13 @@ fn value_text(v: &Value) -> String {
     }
 }
 
+/// Characters after which the markdown table stops adding rows.
+const MARKDOWN_TABLE_BUDGET: usize = 30_000;
+/// Characters after which the markdown report stops adding details (one
+/// more block adds at most about 8,500, keeping a comment under GitHub's
+/// 65,536).
+const MARKDOWN_BUDGET: usize = 55_000;
+
 /// The markdown report: a table, then a `<details>` diff per change.
 pub fn markdown(changes: &[Change]) -> String {
     let mut out = String::new();
@@ -452,7 +459,15 @@ pub fn markdown(changes: &[Change]) -> String {
     out.push_str(
         "| Severity | Change | Server | Name | Path | What |\n|---|---|---|---|---|---|\n",
     );
-    for c in changes {
+    for (i, c) in changes.iter().enumerate() {
+        if out.len() > MARKDOWN_TABLE_BUDGET {
+            let _ = writeln!(
+                out,
+                "\n… and {} more changes (see `--format json`).",
+                changes.len() - i
+            );
+            break;
+        }
         let _ = writeln!(
             out,
             "| **{}** | {} | {} | {} | {} | {} |",
@@ -465,7 +480,19 @@ pub fn markdown(changes: &[Change]) -> String {
         );
     }
     out.push('\n');
+    // GitHub refuses comments over 65,536 characters: details stop at a
+    // budget, and the rest are counted (the table above lists them all).
+    let mut shown = 0;
     for c in changes {
+        if out.len() > MARKDOWN_BUDGET {
+            let _ = writeln!(
+                out,
+                "… and {} more changes without details (see `--format json`).",
+                changes.len() - shown
+            );
+            break;
+        }
+        shown += 1;
         let mut body = String::new();
         if let Some(b) = &c.before {
             diff_lines('-', &value_text(b), &mut body);
