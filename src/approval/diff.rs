@@ -353,7 +353,11 @@ impl Differ<'_, '_> {
         }
     }
 
+    /// Like [`Self::same`] for optional members; a member set to `null` is
+    /// the same as an absent one (as the loaders read them).
     fn same_opt(&self, b: Option<NodeId>, a: Option<NodeId>) -> bool {
+        let b = b.filter(|&n| self.b.doc.kind(n) != Kind::Null);
+        let a = a.filter(|&n| self.a.doc.kind(n) != Kind::Null);
         match (b, a) {
             (None, None) => true,
             (Some(b), Some(a)) => self.same(b, a),
@@ -458,8 +462,10 @@ impl Differ<'_, '_> {
         let bs = b.and_then(|n| self.b.doc.str(n)).map(|s| s.into_owned());
         let as_ = a.and_then(|n| self.a.doc.str(n)).map(|s| s.into_owned());
         let (bt, at) = (bs.as_deref().unwrap_or(""), as_.as_deref().unwrap_or(""));
-        let non_string = b.is_some_and(|n| self.b.doc.kind(n) != Kind::String)
-            || a.is_some_and(|n| self.a.doc.kind(n) != Kind::String);
+        let odd = |d: &Document, n: Option<NodeId>| {
+            n.is_some_and(|n| !matches!(d.kind(n), Kind::String | Kind::Null))
+        };
+        let non_string = odd(self.b.doc, b) || odd(self.a.doc, a);
         let (mut sev, summary, inserted) = if non_string {
             (new_text, "value is not a string".to_string(), true)
         } else {
@@ -1114,6 +1120,8 @@ impl Differ<'_, '_> {
     ) {
         let mut names: Vec<&String> = b_req.iter().filter(|n| !a_req.contains(n)).collect();
         names.extend(a_req.iter().filter(|n| !b_req.contains(n)));
+        // A name listed twice is one parameter.
+        names.sort();
         names.dedup();
         for name in names {
             let in_b = lookup(b_props, name).is_some();
