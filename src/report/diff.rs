@@ -481,9 +481,8 @@ pub fn markdown(changes: &[Change]) -> String {
     }
     out.push('\n');
     // GitHub refuses comments over 65,536 characters: details stop at a
-    // budget, and the rest are counted (the table above lists them all).
-    let mut shown = 0;
-    for c in changes {
+    // budget, and the rest are counted.
+    for (shown, c) in changes.iter().enumerate() {
         if out.len() > MARKDOWN_BUDGET {
             let _ = writeln!(
                 out,
@@ -492,7 +491,6 @@ pub fn markdown(changes: &[Change]) -> String {
             );
             break;
         }
-        shown += 1;
         let mut body = String::new();
         if let Some(b) = &c.before {
             diff_lines('-', &value_text(b), &mut body);
