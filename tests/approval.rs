@@ -1083,3 +1083,56 @@ mod properties {
         }
     }
 }
+
+/// A file of several servers (as a multi-server capture would be), built
+/// with the tools loader over one document.
+fn multi(text: &str, names: &[&str]) -> mcplint::manifest::Loaded {
+    use mcplint::manifest::load::{tools::tools_of, Ctx};
+    use mcplint::manifest::{Completeness, InputKind, Server};
+    let doc = Document::parse(text.as_bytes().to_vec(), &Default::default()).expect("parses");
+    let path = Path::new("multi.json");
+    let ctx = Ctx { path, doc: &doc };
+    let servers = names
+        .iter()
+        .map(|n| {
+            let mut s = Server::new(*n, Completeness::Complete);
+            let arr = doc.get(doc.root(), n).expect("server key");
+            s.tools = tools_of(&ctx, arr).expect("tools");
+            s
+        })
+        .collect();
+    mcplint::manifest::Loaded {
+        path: path.to_path_buf(),
+        doc: std::sync::Arc::new(doc),
+        kind: InputKind::Capture,
+        servers,
+    }
+}
+
+#[test]
+fn servers_added_and_removed_in_every_format() {
+    let before = multi(r#"{"a":[{"name":"t"}],"b":[{"name":"u"}]}"#, &["a", "b"]);
+    let after = multi(
+        r#"{"a":[{"name":"t","description":"now with text"}],"c":[{"name":"v"}]}"#,
+        &["a", "c"],
+    );
+    let changes = diff_loaded(&before, &after, DiffOptions::default()).expect("diffable");
+    let kinds: Vec<ChangeKind> = changes.iter().map(|c| c.kind).collect();
+    assert_eq!(
+        kinds,
+        vec![
+            ChangeKind::DescriptionChanged,
+            ChangeKind::ServerRemoved,
+            ChangeKind::ServerAdded
+        ]
+    );
+    for (name, format) in [
+        ("servers_human", DiffFormat::Human),
+        ("servers_json", DiffFormat::Json),
+        ("servers_sarif", DiffFormat::Sarif),
+        ("servers_github", DiffFormat::Github),
+        ("servers_markdown", DiffFormat::Markdown),
+    ] {
+        insta::assert_snapshot!(name, render(&changes, format, false));
+    }
+}

@@ -1691,10 +1691,11 @@ pub fn diff_loaded(
                     after_location: None,
                     rules: Vec::new(),
                     message: format!(
-                        "server `{}` {} ({} tools)",
+                        "server `{}` {} ({} tool{})",
                         s.name,
                         if added { "added" } else { "removed" },
-                        s.tools.len()
+                        s.tools.len(),
+                        if s.tools.len() == 1 { "" } else { "s" }
                     ),
                 });
             }

@@ -191,9 +191,10 @@ fn run_inner(args: &Args, opts: &LoadOptions) -> miette::Result<i32> {
             continue;
         }
         println!(
-            "approved {} ({} tools; fingerprint {} ts / {} python) → {}",
+            "approved {} ({} tool{}; fingerprint {} ts / {} python) → {}",
             visible(&sc.name),
             server.tools.len(),
+            if server.tools.len() == 1 { "" } else { "s" },
             &meta.fingerprints.ts[..16],
             &meta.fingerprints.python[..16],
             visible(&path.display().to_string())
