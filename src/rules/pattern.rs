@@ -58,22 +58,13 @@ pub struct RuleFileError {
 }
 
 impl RuleFileError {
-    fn new(
-        name: &str,
-        text: &str,
-        span: Option<std::ops::Range<usize>>,
-        message: String,
-        label: &str,
-    ) -> Self {
+    fn new(name: &str, text: &str, span: Option<std::ops::Range<usize>>, message: String, label: &str) -> Self {
         RuleFileError {
             message: format!("{name}: {message}"),
             src: NamedSource::new(name, text.to_string()),
             span: span.map(|r| (r.start, r.end - r.start).into()),
             label: label.into(),
-            help: Some(
-                "see `mcplint explain` of a built-in rule, or the rules/ folder, for the format"
-                    .into(),
-            ),
+            help: Some("see `mcplint explain` of a built-in rule, or the rules/ folder, for the format".into()),
         }
     }
 
@@ -145,11 +136,7 @@ pub struct PatternRule {
 impl PatternRule {
     /// The first match in normalised `text` (byte range), unless a negative pattern matches.
     pub fn find(&self, text: &str) -> Option<(usize, usize)> {
-        let m = self
-            .regexes
-            .iter()
-            .filter_map(|r| r.find(text))
-            .min_by_key(|m| m.start())?;
+        let m = self.regexes.iter().filter_map(|r| r.find(text)).min_by_key(|m| m.start())?;
         if self.unless.iter().any(|u| u.is_match(text)) {
             return None;
         }
@@ -177,11 +164,7 @@ pub struct PatternSet {
     owner: Vec<usize>,
 }
 
-fn glob_set(
-    name: &str,
-    text: &str,
-    globs: &[toml::Spanned<String>],
-) -> Result<Option<GlobSet>, RuleFileError> {
+fn glob_set(name: &str, text: &str, globs: &[toml::Spanned<String>]) -> Result<Option<GlobSet>, RuleFileError> {
     if globs.is_empty() {
         return Ok(None);
     }
@@ -190,15 +173,7 @@ fn glob_set(
         let glob = GlobBuilder::new(g.get_ref())
             .literal_separator(true)
             .build()
-            .map_err(|e| {
-                RuleFileError::new(
-                    name,
-                    text,
-                    Some(g.span()),
-                    format!("bad glob: {e}"),
-                    "this glob",
-                )
-            })?;
+            .map_err(|e| RuleFileError::new(name, text, Some(g.span()), format!("bad glob: {e}"), "this glob"))?;
         b.add(glob);
     }
     b.build()
@@ -225,9 +200,7 @@ impl PatternSet {
     /// Reads every `*.toml` in `dir` (sorted by name).
     pub fn dir_sources(dir: &Path) -> Result<Vec<(String, String, Origin)>, RuleFileError> {
         let shown = dir.display().to_string();
-        let rd = std::fs::read_dir(dir).map_err(|e| {
-            RuleFileError::plain(&shown, format!("cannot read rules directory: {e}"))
-        })?;
+        let rd = std::fs::read_dir(dir).map_err(|e| RuleFileError::plain(&shown, format!("cannot read rules directory: {e}")))?;
         let mut paths: Vec<PathBuf> = rd
             .filter_map(|e| e.ok().map(|e| e.path()))
             .filter(|p| p.extension().is_some_and(|x| x == "toml"))
@@ -236,8 +209,7 @@ impl PatternSet {
         let mut out = Vec::new();
         for p in paths {
             let name = p.display().to_string();
-            let text = std::fs::read_to_string(&p)
-                .map_err(|e| RuleFileError::plain(&name, format!("cannot read: {e}")))?;
+            let text = std::fs::read_to_string(&p).map_err(|e| RuleFileError::plain(&name, format!("cannot read: {e}")))?;
             out.push((name, text, Origin::File(p)));
         }
         Ok(out)
@@ -253,9 +225,7 @@ impl PatternSet {
             })?;
             let id = f.id.get_ref();
             let kebab = !id.is_empty()
-                && id
-                    .bytes()
-                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+                && id.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
                 && !id.starts_with('-')
                 && !id.ends_with('-');
             if !kebab {
@@ -268,36 +238,18 @@ impl PatternSet {
                 ));
             }
             if f.patterns.is_empty() {
-                return Err(RuleFileError::new(
-                    &name,
-                    &text,
-                    None,
-                    "a rule needs at least one pattern".into(),
-                    "",
-                ));
+                return Err(RuleFileError::new(&name, &text, None, "a rule needs at least one pattern".into(), ""));
             }
             let mut regexes = Vec::new();
             for p in &f.patterns {
                 regexes.push(regex(p.get_ref()).map_err(|e| {
-                    RuleFileError::new(
-                        &name,
-                        &text,
-                        Some(p.span()),
-                        format!("bad regex: {e}"),
-                        "this pattern",
-                    )
+                    RuleFileError::new(&name, &text, Some(p.span()), format!("bad regex: {e}"), "this pattern")
                 })?);
             }
             let mut unless = Vec::new();
             for p in &f.unless {
                 unless.push(regex(p.get_ref()).map_err(|e| {
-                    RuleFileError::new(
-                        &name,
-                        &text,
-                        Some(p.span()),
-                        format!("bad regex: {e}"),
-                        "this pattern",
-                    )
+                    RuleFileError::new(&name, &text, Some(p.span()), format!("bad regex: {e}"), "this pattern")
                 })?);
             }
             let applies = glob_set(&name, &text, &f.applies_to)?;
@@ -337,9 +289,7 @@ impl PatternSet {
             .size_limit(1 << 27)
             .dfa_size_limit(1 << 26)
             .build()
-            .map_err(|e| {
-                RuleFileError::plain("rules", format!("cannot build the pattern set: {e}"))
-            })?;
+            .map_err(|e| RuleFileError::plain("rules", format!("cannot build the pattern set: {e}")))?;
         Ok(PatternSet { rules, set, owner })
     }
 
@@ -355,12 +305,7 @@ impl PatternSet {
 
     /// The candidate rules for normalised `text`, in rule order.
     fn candidates(&self, text: &str) -> Vec<usize> {
-        let mut c: Vec<usize> = self
-            .set
-            .matches(text)
-            .iter()
-            .map(|i| self.owner[i])
-            .collect();
+        let mut c: Vec<usize> = self.set.matches(text).iter().map(|i| self.owner[i]).collect();
         c.dedup();
         c
     }
@@ -378,9 +323,7 @@ impl PatternSet {
         let applies = |r: &PatternRule| {
             enabled(&r.meta.id)
                 && r.applies.as_ref().is_none_or(|g| g.is_match(&field.path))
-                && r.tools
-                    .as_ref()
-                    .is_none_or(|g| tool.is_some_and(|t| g.is_match(t)))
+                && r.tools.as_ref().is_none_or(|g| tool.is_some_and(|t| g.is_match(t)))
         };
         for i in self.candidates(&norm.text) {
             let r = &self.rules[i];
@@ -389,28 +332,15 @@ impl PatternSet {
             }
             if let Some((s, e)) = r.find(&norm.text) {
                 let (ds, de) = norm.to_decoded(s, e);
-                out.emit(
-                    scope,
-                    &r.meta,
-                    field.node,
-                    Some((ds, de)),
-                    r.message.clone(),
-                    r.label.clone(),
-                );
+                out.emit(scope, &r.meta, field.node, Some((ds, de)), r.message.clone(), r.label.clone());
             }
         }
         // Text spelled in invisible tag characters is read by models: match it
         // too, and point at the hidden characters.
         if !norm.tag_text.is_empty() {
             let hidden = normalize(&norm.tag_text);
-            let tags: Vec<_> = norm
-                .hidden
-                .iter()
-                .filter(|h| h.kind == HiddenKind::Tag)
-                .collect();
-            let (Some(first), Some(last)) = (tags.first(), tags.last()) else {
-                return;
-            };
+            let tags: Vec<_> = norm.hidden.iter().filter(|h| h.kind == HiddenKind::Tag).collect();
+            let (Some(first), Some(last)) = (tags.first(), tags.last()) else { return };
             for i in self.candidates(&hidden.text) {
                 let r = &self.rules[i];
                 if applies(r) && r.find(&hidden.text).is_some() {
@@ -422,10 +352,7 @@ impl PatternSet {
                         format!("{} (in invisible tag characters)", r.message),
                         r.label.clone(),
                     );
-                    f.notes.push(format!(
-                        "hidden text: {}",
-                        crate::display::visible(&norm.tag_text)
-                    ));
+                    f.notes.push(format!("hidden text: {}", crate::display::visible(&norm.tag_text)));
                 }
             }
         }
