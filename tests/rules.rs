@@ -344,7 +344,7 @@ fn human_output_snapshots() {
     for name in SNAPSHOT_FIXTURES {
         let path = fixture(name);
         let (f, sources, stats) = report_for(&[&path]);
-        let r = Report { findings: &f, sources: &sources, engine: e, stats };
+        let r = Report { lines: Default::default(), findings: &f, sources: &sources, engine: e, stats };
         let out = mcplint::report::human::render(&r, false, 80);
         assert!(!out.contains('\u{1b}') && !out.contains('\u{200b}') && !out.contains('\u{202e}'), "raw control characters reached the output");
         insta::assert_snapshot!(format!("human_{name}"), out);
@@ -357,7 +357,7 @@ fn json_output_snapshots() {
     for name in SNAPSHOT_FIXTURES {
         let path = fixture(name);
         let (f, sources, stats) = report_for(&[&path]);
-        let r = Report { findings: &f, sources: &sources, engine: e, stats };
+        let r = Report { lines: Default::default(), findings: &f, sources: &sources, engine: e, stats };
         let out = mcplint::report::json::render(&r);
         let v: serde_json::Value = serde_json::from_str(&out).expect("valid json");
         assert_eq!(v["version"], 1);
@@ -370,7 +370,7 @@ fn sarif_output_snapshot_and_validation() {
     let e = engine();
     let path = fixture("instruction-with-payload");
     let (f, sources, stats) = report_for(&[&path]);
-    let r = Report { findings: &f, sources: &sources, engine: e, stats };
+    let r = Report { lines: Default::default(), findings: &f, sources: &sources, engine: e, stats };
     let out = mcplint::report::sarif::render(&r);
     let v: serde_json::Value = serde_json::from_str(&out).expect("valid json");
     assert_eq!(v["version"], "2.1.0");
@@ -406,7 +406,7 @@ fn github_and_markdown_escape_hostile_text() {
     let e = engine();
     let path = fixture("ansi-escape");
     let (f, sources, stats) = report_for(&[&path]);
-    let r = Report { findings: &f, sources: &sources, engine: e, stats };
+    let r = Report { lines: Default::default(), findings: &f, sources: &sources, engine: e, stats };
     let gh = mcplint::report::github::render(&r);
     assert!(!gh.contains('\u{1b}'));
     for line in gh.lines() {
