@@ -6,7 +6,9 @@
 //! [`finding`]s, and the CLI ([`cli`]) renders them. Nothing below imports what
 //! is above it.
 
+pub mod approval;
 pub mod cli;
+pub mod config;
 pub mod display;
 pub mod finding;
 pub mod fingerprint;

@@ -477,6 +477,7 @@ fn human_output_snapshots() {
         let path = fixture(name);
         let (f, sources, stats) = report_for(&[&path]);
         let r = Report {
+            lines: Default::default(),
             findings: &f,
             sources: &sources,
             engine: e,
@@ -498,6 +499,7 @@ fn json_output_snapshots() {
         let path = fixture(name);
         let (f, sources, stats) = report_for(&[&path]);
         let r = Report {
+            lines: Default::default(),
             findings: &f,
             sources: &sources,
             engine: e,
@@ -516,6 +518,7 @@ fn sarif_output_snapshot_and_validation() {
     let path = fixture("instruction-with-payload");
     let (f, sources, stats) = report_for(&[&path]);
     let r = Report {
+        lines: Default::default(),
         findings: &f,
         sources: &sources,
         engine: e,
@@ -584,6 +587,7 @@ fn github_and_markdown_escape_hostile_text() {
     let path = fixture("ansi-escape");
     let (f, sources, stats) = report_for(&[&path]);
     let r = Report {
+        lines: Default::default(),
         findings: &f,
         sources: &sources,
         engine: e,

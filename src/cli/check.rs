@@ -127,6 +127,7 @@ pub fn run(args: &Args, opts: &LoadOptions) -> Result<i32, LoadError> {
         ignored,
     };
     let report = Report {
+        lines: Default::default(),
         findings: &findings,
         sources: &sources,
         engine: &engine,

@@ -3,12 +3,15 @@
 //! Exit codes: 0 ok; 1 findings or changes at or above the threshold; 2 bad
 //! input or usage. Every command lives in its own file here.
 
+mod approve;
 pub mod check;
+mod diff;
 mod fetch;
 mod fingerprint;
 mod inspect;
 pub mod rules;
 mod runner;
+mod verify;
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -91,6 +94,12 @@ pub enum Command {
     Inspect(inspect::Args),
     /// Print the article's fingerprint of each file's tool list.
     Fingerprint(fingerprint::Args),
+    /// Record a review of servers in mcplint.toml as approvals.
+    Approve(approve::Args),
+    /// Show what changed between two manifests, or since the approvals.
+    Diff(diff::Args),
+    /// Check current manifests against the approvals (quiet when all match).
+    Verify(verify::Args),
     /// Run the rules over manifests and report findings.
     Check(check::Args),
     /// List the rules, or run rule files' own tests (`rules test`).
@@ -127,6 +136,9 @@ pub fn run(cli: Cli) -> i32 {
     let result = match cli.command {
         Command::Inspect(args) => inspect::run(&args, &opts),
         Command::Fingerprint(args) => fingerprint::run(&args, &opts),
+        Command::Approve(args) => Ok(approve::run(&args, &opts)),
+        Command::Diff(args) => Ok(diff::run(&args, &opts)),
+        Command::Verify(args) => Ok(verify::run(&args, &opts)),
         Command::Check(args) => check::run(&args, &opts),
         Command::Rules(args) => rules::run(&args, &opts),
         Command::Explain(args) => rules::explain(&args, &opts),

@@ -1,6 +1,8 @@
 //! Findings and changes: the one currency every check produces and every
 //! renderer consumes.
 
+pub mod change;
+
 use std::fmt;
 
 /// How bad a finding or change is.
@@ -229,5 +231,38 @@ impl Counts {
     /// Total.
     pub fn total(&self) -> usize {
         self.high + self.medium + self.low + self.info
+    }
+}
+
+/// Line starts of a text, for 1-based line and column lookups in O(log n)
+/// (plus the length of the line prefix for the column).
+#[derive(Clone, Debug, Default)]
+pub struct LineIndex {
+    starts: Vec<usize>,
+}
+
+impl LineIndex {
+    /// Indexes `text`.
+    pub fn new(text: &str) -> Self {
+        let mut starts = vec![0];
+        starts.extend(
+            text.bytes()
+                .enumerate()
+                .filter(|&(_, b)| b == b'\n')
+                .map(|(i, _)| i + 1),
+        );
+        LineIndex { starts }
+    }
+
+    /// 1-based line and column (in characters) of byte `offset` in `text`
+    /// (the text this index was built from).
+    pub fn line_col(&self, text: &str, offset: usize) -> (usize, usize) {
+        let mut offset = offset.min(text.len());
+        while !text.is_char_boundary(offset) {
+            offset -= 1;
+        }
+        let line = self.starts.partition_point(|&s| s <= offset);
+        let start = self.starts[line.saturating_sub(1)];
+        (line, text[start..offset].chars().count() + 1)
     }
 }

@@ -6,7 +6,10 @@
 //! - [`sarif`]: SARIF 2.1.0 for code-scanning upload;
 //! - [`github`]: GitHub Actions workflow commands;
 //! - [`markdown`]: a table for a PR comment or job summary.
+//!
+//! [`diff`] renders changes (from `mcplint diff` and `verify`) in the same five formats.
 
+pub mod diff;
 pub mod github;
 pub mod human;
 pub mod json;
@@ -34,6 +37,8 @@ pub struct Stats {
 
 /// Everything a renderer needs.
 pub struct Report<'a> {
+    /// Line indexes of `sources`, built on first use.
+    pub lines: std::sync::OnceLock<HashMap<String, crate::finding::LineIndex>>,
     /// The findings, sorted.
     pub findings: &'a [Finding],
     /// Raw text of each input file by its path as given (and of the config).
@@ -52,9 +57,15 @@ impl Report<'_> {
 
     /// 1-based line and column (in characters) of a byte offset in `path`.
     pub fn line_col(&self, path: &str, offset: usize) -> (usize, usize) {
-        match self.sources.get(path) {
-            Some(t) => crate::manifest::json::line_col(t, offset),
-            None => (1, 1),
+        let lines = self.lines.get_or_init(|| {
+            self.sources
+                .iter()
+                .map(|(p, t)| (p.clone(), crate::finding::LineIndex::new(t)))
+                .collect()
+        });
+        match (self.sources.get(path), lines.get(path)) {
+            (Some(t), Some(idx)) => idx.line_col(t, offset),
+            _ => (1, 1),
         }
     }
 

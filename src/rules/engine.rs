@@ -12,7 +12,7 @@ use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::PathBuf;
 
-use crate::finding::{ByteSpan, Confidence, Finding, Related, Severity, Subject};
+use crate::finding::{ByteSpan, Confidence, Finding, LineIndex, Related, Severity, Subject};
 use crate::manifest::{Document, Kind, Loaded, NodeId, Server, Tool};
 use crate::rules::normalize::{normalize, Normalized};
 use crate::rules::pattern::PatternSet;
@@ -131,6 +131,9 @@ pub struct Sink {
     /// Findings so far.
     pub findings: Vec<Finding>,
     subject: Option<(Subject, Option<String>)>,
+    /// Line index of the document being checked (by its text's address), so
+    /// line/column lookups do not rescan large files for every finding.
+    lines: Option<(usize, LineIndex)>,
 }
 
 impl Sink {
@@ -156,6 +159,15 @@ impl Sink {
             _ => doc.span(node),
         };
         let (subject, name) = self.subject.clone().unwrap_or((Subject::Server, None));
+        let text = doc.text();
+        let key = text.as_ptr() as usize;
+        if self.lines.as_ref().is_none_or(|(k, _)| *k != key) {
+            self.lines = Some((key, LineIndex::new(text)));
+        }
+        let line_col = match &self.lines {
+            Some((_, idx)) => idx.line_col(text, span.start),
+            None => doc.line_col(span.start),
+        };
         self.push(
             meta,
             scope.loaded.display_path(),
@@ -164,7 +176,7 @@ impl Sink {
             name,
             doc.pointer(node),
             ByteSpan::new(span.start, span.end),
-            doc.line_col(span.start),
+            line_col,
             message.into(),
             label.into(),
         )

@@ -25,15 +25,22 @@
 //!
 //! Patterns are Rust regexes, matched case-insensitively against the
 //! normalised text (see [`crate::rules::normalize`]): write them without accents
-//! and expect look-alike letters to be folded already. All patterns of all
-//! rules form one `RegexSet`, the prefilter: one pass over a field tells which
-//! patterns can match, and only those run again to find the position.
+//! and expect look-alike letters to be folded already.
+//!
+//! `keywords` (gitleaks' idea) are lower-case literals of which every match
+//! contains at least one. All rules' keywords form one Aho-Corasick automaton,
+//! the prefilter: one pass over a field tells which rules can match, and only
+//! their regexes run. (A single `RegexSet` of all patterns was tried first: the
+//! bounded repetitions such as `[^.\n]{0,60}` make its DFA explode and it fell
+//! back to a slow engine, about 600 tools/s.) `mcplint rules test` checks the
+//! keywords too, since a test string only matches through them.
 
 use std::path::{Path, PathBuf};
 
+use aho_corasick::{AhoCorasick, MatchKind};
 use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 use miette::{NamedSource, SourceSpan};
-use regex::{Regex, RegexBuilder, RegexSet, RegexSetBuilder};
+use regex::{Regex, RegexBuilder};
 use serde::Deserialize;
 
 use crate::finding::{Confidence, Severity};
@@ -105,6 +112,8 @@ struct RuleFile {
     patterns: Vec<toml::Spanned<String>>,
     #[serde(default)]
     unless: Vec<toml::Spanned<String>>,
+    #[serde(default)]
+    keywords: Vec<String>,
     docs: Docs,
     #[serde(default)]
     tests: Tests,
@@ -136,6 +145,9 @@ pub struct PatternRule {
     tools: Option<GlobSet>,
     regexes: Vec<Regex>,
     unless: Vec<Regex>,
+    /// Lower-case literals of which every match contains at least one (empty:
+    /// the rule's patterns always run).
+    keywords: Vec<String>,
     /// Its test cases.
     pub tests: Tests,
     /// The file it came from.
@@ -145,6 +157,14 @@ pub struct PatternRule {
 impl PatternRule {
     /// The first match in normalised `text` (byte range), unless a negative pattern matches.
     pub fn find(&self, text: &str) -> Option<(usize, usize)> {
+        if !self.keywords.is_empty() && !self.keywords.iter().any(|k| text.contains(k.as_str())) {
+            return None;
+        }
+        self.find_unguarded(text)
+    }
+
+    /// [`PatternRule::find`] without the keyword check (the caller did it).
+    fn find_unguarded(&self, text: &str) -> Option<(usize, usize)> {
         let m = self
             .regexes
             .iter()
@@ -173,8 +193,12 @@ pub struct TestFailure {
 /// All declarative rules with their shared prefilter.
 pub struct PatternSet {
     rules: Vec<PatternRule>,
-    set: RegexSet,
+    /// One automaton over every rule's keywords.
+    keywords: AhoCorasick,
+    /// Rule index of each keyword.
     owner: Vec<usize>,
+    /// Rules without keywords: always candidates.
+    always: Vec<usize>,
 }
 
 fn glob_set(
@@ -320,27 +344,35 @@ impl PatternSet {
                 tools,
                 regexes,
                 unless,
+                keywords: f.keywords.iter().map(|k| k.to_lowercase()).collect(),
                 tests: f.tests,
                 file: name,
             });
         }
         let mut pats = Vec::new();
         let mut owner = Vec::new();
+        let mut always = Vec::new();
         for (i, r) in rules.iter().enumerate() {
-            for re in &r.regexes {
-                pats.push(re.as_str().to_string());
+            if r.keywords.is_empty() {
+                always.push(i);
+            }
+            for k in &r.keywords {
+                pats.push(k.clone());
                 owner.push(i);
             }
         }
-        let set = RegexSetBuilder::new(&pats)
-            .case_insensitive(true)
-            .size_limit(1 << 27)
-            .dfa_size_limit(1 << 26)
-            .build()
+        let keywords = AhoCorasick::builder()
+            .match_kind(MatchKind::Standard)
+            .build(&pats)
             .map_err(|e| {
-                RuleFileError::plain("rules", format!("cannot build the pattern set: {e}"))
+                RuleFileError::plain("rules", format!("cannot build the keyword prefilter: {e}"))
             })?;
-        Ok(PatternSet { rules, set, owner })
+        Ok(PatternSet {
+            rules,
+            keywords,
+            owner,
+            always,
+        })
     }
 
     /// The rules' metadata.
@@ -355,14 +387,20 @@ impl PatternSet {
 
     /// The candidate rules for normalised `text`, in rule order.
     fn candidates(&self, text: &str) -> Vec<usize> {
-        let mut c: Vec<usize> = self
-            .set
-            .matches(text)
-            .iter()
-            .map(|i| self.owner[i])
-            .collect();
-        c.dedup();
-        c
+        let mut seen = vec![false; self.rules.len()];
+        for &i in &self.always {
+            seen[i] = true;
+        }
+        // Overlapping search: every keyword occurrence, so no rule is missed
+        // because another rule's keyword overlapped its own.
+        for m in self.keywords.find_overlapping_iter(text) {
+            seen[self.owner[m.pattern().as_usize()]] = true;
+        }
+        seen.iter()
+            .enumerate()
+            .filter(|(_, &s)| s)
+            .map(|(i, _)| i)
+            .collect()
     }
 
     /// Matches one field and reports into `out`. One finding per rule per field.
@@ -387,7 +425,7 @@ impl PatternSet {
             if !applies(r) {
                 continue;
             }
-            if let Some((s, e)) = r.find(&norm.text) {
+            if let Some((s, e)) = r.find_unguarded(&norm.text) {
                 let (ds, de) = norm.to_decoded(s, e);
                 out.emit(
                     scope,
@@ -413,7 +451,7 @@ impl PatternSet {
             };
             for i in self.candidates(&hidden.text) {
                 let r = &self.rules[i];
-                if applies(r) && r.find(&hidden.text).is_some() {
+                if applies(r) && r.find_unguarded(&hidden.text).is_some() {
                     let f = out.emit(
                         scope,
                         &r.meta,

@@ -1,0 +1,182 @@
+//! From a `[servers.NAME]` entry to the server's current manifest.
+//!
+//! Every command that needs "what the server shows now" goes through
+//! [`current_manifest`], so the runner plugs in at one place. Local manifests
+//! are read here; package and URL sources, and `server.json` launch specs,
+//! need the runner to boot the server and list its tools.
+
+use std::path::Path;
+
+use crate::config::{ServerConfig, Source};
+use crate::manifest::load::{load_file, LoadError, LoadOptions};
+use crate::manifest::{Completeness, Loaded, Server};
+
+/// A server's current manifest.
+#[derive(Debug, Clone)]
+pub struct Current {
+    /// The loaded file.
+    pub loaded: Loaded,
+    /// Which of its servers is this one.
+    pub index: usize,
+    /// The package artifact's integrity hash, when the source gives one.
+    pub integrity: Option<String>,
+}
+
+impl Current {
+    /// The server.
+    pub fn server(&self) -> &Server {
+        &self.loaded.servers[self.index]
+    }
+}
+
+/// Why the current manifest could not be had.
+#[derive(Debug, thiserror::Error, miette::Diagnostic)]
+pub enum SourceError {
+    /// The source is a package, a URL or a launch spec: the runner must boot it.
+    #[error(
+        "{server}: `{source_text}` is a launch spec (server.json or client config): fetching from one is not built yet"
+    )]
+    #[diagnostic(
+        code(mcplint::needs_runner),
+        help("use the package itself as the source (npm:PKG@VERSION, pypi:PKG==VERSION), or a manifest captured with `mcplint fetch` as file:PATH")
+    )]
+    NeedsRunner {
+        /// The server's name.
+        server: String,
+        /// The source as written.
+        source_text: String,
+    },
+    /// The runner could not fetch the server.
+    #[error("{server}: fetching `{source_text}` failed: {message}")]
+    #[diagnostic(
+        code(mcplint::fetch_failed),
+        help("run `mcplint fetch {source_text}` to see the whole error; `mcplint runner status` checks the guest image")
+    )]
+    Fetch {
+        /// The server's name.
+        server: String,
+        /// The source as written.
+        source_text: String,
+        /// What went wrong.
+        message: String,
+    },
+    /// The manifest could not be loaded.
+    #[error(transparent)]
+    #[diagnostic(transparent)]
+    Load(#[from] LoadError),
+    /// The file holds several servers and none has this name.
+    #[error("{path}: holds {count} servers and none is named `{server}`")]
+    #[diagnostic(code(mcplint::which_server))]
+    WhichServer {
+        /// The file.
+        path: String,
+        /// How many servers it holds.
+        count: usize,
+        /// The server's name.
+        server: String,
+    },
+}
+
+/// The current manifest of `cfg`: read for local manifests, an error naming
+/// the runner for everything that must be fetched.
+pub fn current_manifest(cfg: &ServerConfig, opts: &LoadOptions) -> Result<Current, SourceError> {
+    let needs_runner = || SourceError::NeedsRunner {
+        server: cfg.name.clone(),
+        source_text: cfg.source_text.clone(),
+    };
+    let path: &Path = match &cfg.source {
+        Source::File(p) | Source::Path(p) => p,
+        Source::Npm { .. } | Source::Pypi { .. } | Source::Url(_) => return fetch_live(cfg, opts),
+    };
+    let loaded = load_file(path, opts)?;
+    let usable: Vec<usize> = loaded
+        .servers
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| s.completeness != Completeness::LaunchOnly)
+        .map(|(i, _)| i)
+        .collect();
+    if usable.is_empty() {
+        // A server.json or client config: it says how to launch, not what tools.
+        return Err(needs_runner());
+    }
+    let index = if usable.len() == 1 {
+        usable[0]
+    } else {
+        usable
+            .iter()
+            .copied()
+            .find(|&i| loaded.servers[i].name == cfg.name)
+            .ok_or_else(|| SourceError::WhichServer {
+                path: loaded.display_path(),
+                count: usable.len(),
+                server: cfg.name.clone(),
+            })?
+    };
+    let integrity = loaded.servers[index]
+        .launch
+        .as_ref()
+        .and_then(|l| l.package.as_ref())
+        .and_then(|p| p.sha256.clone())
+        .map(|h| format!("sha256-{h}"));
+    Ok(Current {
+        loaded,
+        index,
+        integrity,
+    })
+}
+
+/// Fetches a package or remote source with the runner (a throwaway microVM for
+/// packages, plain HTTPS for remote servers) and loads the capture it returns.
+fn fetch_live(cfg: &ServerConfig, opts: &LoadOptions) -> Result<Current, SourceError> {
+    use crate::runner::{self, FetchOptions, Sandbox, Target};
+    let fail = |message: String| SourceError::Fetch {
+        server: cfg.name.clone(),
+        source_text: cfg.source_text.clone(),
+        message: crate::display::visible(&message),
+    };
+    if !cfg.allow_hosts.is_empty() {
+        return Err(fail(
+            "allow_hosts needs the runner's egress proxy, which is not built yet".into(),
+        ));
+    }
+    let source =
+        runner::source::Source::parse(&cfg.source_text, false).map_err(|e| fail(e.to_string()))?;
+    let fetch_opts = FetchOptions {
+        sandbox: Sandbox::Microvm,
+        client: runner::client::ClientOptions::default(),
+        timeout: std::time::Duration::from_secs(300),
+        vm: runner::vm::VmConfig {
+            memory_mib: 1024,
+            cpus: 1,
+        },
+        accel: runner::vm::AccelChoice::Auto,
+        env: cfg
+            .env
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect(),
+        server_args: cfg.args.clone(),
+        headers: Vec::new(),
+        source_text: cfg.source_text.clone(),
+        notes: vec![format!("fetched for mcplint.toml server `{}`", cfg.name)],
+    };
+    let capture =
+        runner::fetch(&Target::Source(source), &fetch_opts).map_err(|e| fail(e.to_string()))?;
+    let integrity = capture
+        .get("capture")
+        .and_then(|c| c.get("integrity"))
+        .and_then(|i| i.as_str())
+        .map(str::to_owned);
+    let bytes = serde_json::to_vec_pretty(&capture).map_err(|e| fail(e.to_string()))?;
+    let label = Path::new(&cfg.source_text).to_path_buf();
+    let loaded = crate::manifest::load::load_bytes(&label, bytes, opts)?;
+    if loaded.servers.is_empty() {
+        return Err(fail("the capture holds no server".into()));
+    }
+    Ok(Current {
+        loaded,
+        index: 0,
+        integrity,
+    })
+}
