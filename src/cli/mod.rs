@@ -31,11 +31,14 @@ pub const EXIT_ERROR: i32 = 2;
 
 const AFTER_HELP: &str = "\
 Examples:
-  mcplint inspect examples/weather-poisoned.json
-  mcplint fingerprint examples/*.json
-  mcplint fingerprint --scheme python --full tools.json
-  mcplint fingerprint --check 1f2e3d4c5b6a7988 tools.json
-  mcplint completions bash > /etc/bash_completion.d/mcplint
+  mcplint check tools.json ~/.cursor/mcp.json          lint manifests and configs
+  mcplint check --format sarif captures/ > mcplint.sarif
+  mcplint fetch npm:@modelcontextprotocol/server-memory@2026.8.31 -o memory.json
+  mcplint diff approved.json current.json               what changed, parameter by parameter
+  mcplint approve --reason \"reviewed tool text\"         record approvals for mcplint.toml servers
+  mcplint verify                                        start-time gate: quiet when nothing changed
+  mcplint fingerprint --check \"$WEATHER_MCP_FINGERPRINT\" tools.json
+  mcplint explain model-directive-tag
 
 Exit codes: 0 ok, 1 findings or changes, 2 bad input or usage.";
 
