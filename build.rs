@@ -5,7 +5,8 @@ use std::fmt::Write as _;
 use std::path::PathBuf;
 
 fn main() {
-    let root = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"));
+    let root =
+        PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"));
     let dir = root.join("rules");
     println!("cargo:rerun-if-changed=rules");
     let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
@@ -19,10 +20,20 @@ fn main() {
     let mut out = String::from("/// The embedded rule files: (name, text).\npub static BUILTIN_RULES: &[(&str, &str)] = &[\n");
     for f in &files {
         println!("cargo:rerun-if-changed={}", f.display());
-        let name = format!("rules/{}", f.file_name().map(|n| n.to_string_lossy()).unwrap_or_default());
-        let _ = writeln!(out, "    ({name:?}, include_str!({:?})),", f.display().to_string());
+        let name = format!(
+            "rules/{}",
+            f.file_name()
+                .map(|n| n.to_string_lossy())
+                .unwrap_or_default()
+        );
+        let _ = writeln!(
+            out,
+            "    ({name:?}, include_str!({:?})),",
+            f.display().to_string()
+        );
     }
     out.push_str("];\n");
-    let dest = PathBuf::from(std::env::var("OUT_DIR").expect("cargo sets OUT_DIR")).join("builtin_rules.rs");
+    let dest = PathBuf::from(std::env::var("OUT_DIR").expect("cargo sets OUT_DIR"))
+        .join("builtin_rules.rs");
     std::fs::write(dest, out).expect("write builtin_rules.rs");
 }

@@ -14,7 +14,11 @@ use mcplint::manifest::Loaded;
 use mcplint::rules::{build_engine, Engine};
 
 fn bench(name: &str, engine: &Engine, inputs: &[Loaded], min: Duration) {
-    let tools: usize = inputs.iter().flat_map(|l| &l.servers).map(|s| s.tools.len()).sum();
+    let tools: usize = inputs
+        .iter()
+        .flat_map(|l| &l.servers)
+        .map(|s| s.tools.len())
+        .sum();
     // Warm up (lazy DFA caches fill on first use).
     let findings = engine.check(inputs, false).len();
     let start = Instant::now();
@@ -70,7 +74,8 @@ fn main() {
         let loaded = load_all(&files, &opts).expect("benign datasets load");
         bench("56 real servers", &engine, &loaded, Duration::from_secs(3));
         for f in &files {
-            let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(f).expect("read")).expect("json");
+            let v: serde_json::Value =
+                serde_json::from_str(&std::fs::read_to_string(f).expect("read")).expect("json");
             if let Some(t) = v["tools"].as_array() {
                 pool.extend(t.iter().cloned());
             }
@@ -100,5 +105,10 @@ fn main() {
         let path = std::path::PathBuf::from(format!("generated-{file}.json"));
         inputs.push(load_bytes(&path, bytes, &opts).expect("generated corpus loads"));
     }
-    bench("generated 100,000 tools", &engine, &inputs, Duration::from_secs(5));
+    bench(
+        "generated 100,000 tools",
+        &engine,
+        &inputs,
+        Duration::from_secs(5),
+    );
 }

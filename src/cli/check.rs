@@ -119,7 +119,11 @@ pub fn run(args: &Args, opts: &LoadOptions) -> Result<i32, LoadError> {
     let stats = Stats {
         files: loaded.len(),
         servers: loaded.iter().map(|l| l.servers.len()).sum(),
-        tools: loaded.iter().flat_map(|l| &l.servers).map(|s| s.tools.len()).sum(),
+        tools: loaded
+            .iter()
+            .flat_map(|l| &l.servers)
+            .map(|s| s.tools.len())
+            .sum(),
         ignored,
     };
     let report = Report {
@@ -131,7 +135,10 @@ pub fn run(args: &Args, opts: &LoadOptions) -> Result<i32, LoadError> {
     };
     let text = match args.format {
         CheckFormat::Human => {
-            let width = std::env::var("COLUMNS").ok().and_then(|c| c.parse().ok()).unwrap_or(100);
+            let width = std::env::var("COLUMNS")
+                .ok()
+                .and_then(|c| c.parse().ok())
+                .unwrap_or(100);
             crate::report::human::render(&report, super::stdout_color(), width)
         }
         CheckFormat::Json => crate::report::json::render(&report),
@@ -144,5 +151,9 @@ pub fn run(args: &Args, opts: &LoadOptions) -> Result<i32, LoadError> {
     let _ = out.write_all(text.as_bytes());
     let _ = out.flush();
     let fail = findings.iter().any(|f| f.severity >= args.fail_on);
-    Ok(if fail { super::EXIT_FINDINGS } else { super::EXIT_OK })
+    Ok(if fail {
+        super::EXIT_FINDINGS
+    } else {
+        super::EXIT_OK
+    })
 }

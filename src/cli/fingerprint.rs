@@ -42,7 +42,10 @@ pub fn run(args: &Args, opts: &LoadOptions) -> Result<i32, LoadError> {
     if let Some(hex) = &args.check {
         let ok = hex.len() >= 16 && hex.len() <= 64 && hex.chars().all(|c| c.is_ascii_hexdigit());
         if !ok {
-            eprintln!("mcplint: --check needs 16 to 64 hex digits, got {:?}", visible(hex));
+            eprintln!(
+                "mcplint: --check needs 16 to 64 hex digits, got {:?}",
+                visible(hex)
+            );
             return Ok(super::EXIT_ERROR);
         }
     }
@@ -50,9 +53,16 @@ pub fn run(args: &Args, opts: &LoadOptions) -> Result<i32, LoadError> {
     let mut code = super::EXIT_OK;
     for l in &loaded {
         let path = visible(&l.display_path());
-        let servers: Vec<_> = l.servers.iter().filter(|s| s.completeness != crate::manifest::Completeness::LaunchOnly).collect();
+        let servers: Vec<_> = l
+            .servers
+            .iter()
+            .filter(|s| s.completeness != crate::manifest::Completeness::LaunchOnly)
+            .collect();
         if servers.is_empty() {
-            eprintln!("mcplint: {path}: a {} lists servers, not tools: nothing to fingerprint", l.kind.name());
+            eprintln!(
+                "mcplint: {path}: a {} lists servers, not tools: nothing to fingerprint",
+                l.kind.name()
+            );
             code = super::EXIT_ERROR;
             continue;
         }

@@ -69,7 +69,12 @@ fn schema_type(doc: &Document, schema: u32) -> String {
 
 fn print_human(l: &Loaded) {
     let doc = &l.doc;
-    println!("{} ({}): {} server(s)", visible(&l.display_path()), l.kind.name(), l.servers.len());
+    println!(
+        "{} ({}): {} server(s)",
+        visible(&l.display_path()),
+        l.kind.name(),
+        l.servers.len()
+    );
     for s in &l.servers {
         let mut facts = vec![
             format!("{} tools", s.tools.len()),
@@ -86,7 +91,11 @@ fn print_human(l: &Loaded) {
         }
         println!("  server {}: {}", visible(&s.name), facts.join(", "));
         if let Some(launch) = &s.launch {
-            println!("    launch ({}): {}", visible(&launch.client), visible(&launch_summary(launch)));
+            println!(
+                "    launch ({}): {}",
+                visible(&launch.client),
+                visible(&launch_summary(launch))
+            );
         }
         if s.completeness == crate::manifest::Completeness::Partial {
             println!("    (static tool list: the running server may list more, with schemas)");
@@ -110,7 +119,11 @@ fn print_human(l: &Loaded) {
                 })
                 .collect();
             let (line, _) = doc.line_col(doc.span(t.node).start);
-            println!("    tool {} (line {line}) ({})", visible_short(&t.name, 80), params.join(", "));
+            println!(
+                "    tool {} (line {line}) ({})",
+                visible_short(&t.name, 80),
+                params.join(", ")
+            );
         }
         for p in &s.prompts {
             println!("    prompt {}", visible_short(&p.name, 80));
@@ -140,7 +153,10 @@ fn launch_summary(l: &crate::manifest::Launch) -> String {
             " [{}:{}{}]",
             p.registry,
             p.identifier.value,
-            p.version.as_ref().map(|v| format!("@{}", v.value)).unwrap_or_default()
+            p.version
+                .as_ref()
+                .map(|v| format!("@{}", v.value))
+                .unwrap_or_default()
         ));
     }
     if l.disabled {
@@ -171,15 +187,16 @@ fn server_json(l: &Loaded, s: &Server) -> Value {
             })
         })
         .collect();
-    let fingerprints = if s.tools.is_empty() && s.completeness == crate::manifest::Completeness::LaunchOnly {
-        Value::Null
-    } else {
-        json!({
-            "ts": server_fingerprint(doc, s, Scheme::Ts).full(),
-            "python": server_fingerprint(doc, s, Scheme::Python).full(),
-            "context": context_digest(doc, s, Scheme::Ts).full(),
-        })
-    };
+    let fingerprints =
+        if s.tools.is_empty() && s.completeness == crate::manifest::Completeness::LaunchOnly {
+            Value::Null
+        } else {
+            json!({
+                "ts": server_fingerprint(doc, s, Scheme::Ts).full(),
+                "python": server_fingerprint(doc, s, Scheme::Python).full(),
+                "context": context_digest(doc, s, Scheme::Ts).full(),
+            })
+        };
     json!({
         "name": s.name,
         "completeness": s.completeness,

@@ -146,7 +146,8 @@ pub fn report_error(e: impl Into<miette::Report>) {
 }
 
 fn install_miette_hook() {
-    let color = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
+    let color = std::io::stderr().is_terminal()
+        && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
     let _ = miette::set_hook(Box::new(move |_| {
         Box::new(
             miette::MietteHandlerOpts::new()
@@ -164,7 +165,10 @@ pub fn stdout_color() -> bool {
 }
 
 /// Loads every input path, for commands that take `PATH...`.
-pub fn load_inputs(paths: &[PathBuf], opts: &LoadOptions) -> Result<Vec<crate::manifest::Loaded>, LoadError> {
+pub fn load_inputs(
+    paths: &[PathBuf],
+    opts: &LoadOptions,
+) -> Result<Vec<crate::manifest::Loaded>, LoadError> {
     let args: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
     crate::manifest::load::load_all(&args, opts)
 }

@@ -75,9 +75,17 @@ pub fn run(args: &Args, _opts: &LoadOptions) -> Result<i32, LoadError> {
             let w = metas.iter().map(|m| m.id.len()).max().unwrap_or(0);
             let mut s = String::new();
             for m in &metas {
-                s.push_str(&format!("{:<w$}  {:<6}  {}\n", m.id, m.severity.name(), m.summary));
+                s.push_str(&format!(
+                    "{:<w$}  {:<6}  {}\n",
+                    m.id,
+                    m.severity.name(),
+                    m.summary
+                ));
             }
-            s.push_str(&format!("{} rules; `mcplint explain ID` prints one rule's docs\n", metas.len()));
+            s.push_str(&format!(
+                "{} rules; `mcplint explain ID` prints one rule's docs\n",
+                metas.len()
+            ));
             s
         }
         RulesFormat::Json => {
@@ -87,9 +95,18 @@ pub fn run(args: &Args, _opts: &LoadOptions) -> Result<i32, LoadError> {
             s
         }
         RulesFormat::Markdown => {
-            let mut s = String::from("# mcplint rules\n\n| Rule | Severity | Kind | Summary |\n|---|---|---|---|\n");
+            let mut s = String::from(
+                "# mcplint rules\n\n| Rule | Severity | Kind | Summary |\n|---|---|---|---|\n",
+            );
             for m in &metas {
-                s.push_str(&format!("| [`{}`](#{}) | {} | {} | {} |\n", m.id, m.id, m.severity, kind(m), m.summary));
+                s.push_str(&format!(
+                    "| [`{}`](#{}) | {} | {} | {} |\n",
+                    m.id,
+                    m.id,
+                    m.severity,
+                    kind(m),
+                    m.summary
+                ));
             }
             for m in &metas {
                 s.push_str(&format!("\n## {}\n\n", m.id));
@@ -155,7 +172,10 @@ pub fn explain(args: &ExplainArgs, _opts: &LoadOptions) -> Result<i32, LoadError
             Ok(super::EXIT_OK)
         }
         None => {
-            eprintln!("mcplint: no rule `{}`; `mcplint rules` lists them", visible(&args.id));
+            eprintln!(
+                "mcplint: no rule `{}`; `mcplint rules` lists them",
+                visible(&args.id)
+            );
             Ok(super::EXIT_ERROR)
         }
     }
@@ -180,12 +200,30 @@ fn test(dir: Option<&PathBuf>) -> i32 {
         }
     };
     let fails = set.self_test();
-    let cases: usize = set.rules().iter().map(|r| r.tests.matches.len() + r.tests.no_match.len()).sum();
+    let cases: usize = set
+        .rules()
+        .iter()
+        .map(|r| r.tests.matches.len() + r.tests.no_match.len())
+        .sum();
     for f in &fails {
-        let want = if f.expected_match { "should match" } else { "should not match" };
-        println!("FAIL {} ({}): {want}: {}", f.rule, visible(&f.file), visible(&f.text));
+        let want = if f.expected_match {
+            "should match"
+        } else {
+            "should not match"
+        };
+        println!(
+            "FAIL {} ({}): {want}: {}",
+            f.rule,
+            visible(&f.file),
+            visible(&f.text)
+        );
     }
-    println!("{} rules, {} test cases, {} failed", set.rules().len(), cases, fails.len());
+    println!(
+        "{} rules, {} test cases, {} failed",
+        set.rules().len(),
+        cases,
+        fails.len()
+    );
     if fails.is_empty() {
         super::EXIT_OK
     } else {

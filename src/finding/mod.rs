@@ -5,7 +5,17 @@ use std::fmt;
 
 /// How bad a finding or change is.
 #[derive(
-    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, clap::ValueEnum, serde::Serialize, serde::Deserialize,
+    Clone,
+    Copy,
+    Debug,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    clap::ValueEnum,
+    serde::Serialize,
+    serde::Deserialize,
 )]
 #[serde(rename_all = "lowercase")]
 pub enum Severity {
@@ -39,7 +49,17 @@ impl fmt::Display for Severity {
 
 /// How sure a rule is that a match is what it claims.
 #[derive(
-    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, clap::ValueEnum, serde::Serialize, serde::Deserialize,
+    Clone,
+    Copy,
+    Debug,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    clap::ValueEnum,
+    serde::Serialize,
+    serde::Deserialize,
 )]
 #[serde(rename_all = "lowercase")]
 pub enum Confidence {
@@ -156,15 +176,21 @@ pub struct Finding {
 impl Finding {
     /// The tool name, if the finding is about a tool.
     pub fn tool(&self) -> Option<&str> {
-        (self.subject == Subject::Tool).then_some(self.name.as_deref()).flatten()
+        (self.subject == Subject::Tool)
+            .then_some(self.name.as_deref())
+            .flatten()
     }
     /// The prompt name, if the finding is about a prompt.
     pub fn prompt(&self) -> Option<&str> {
-        (self.subject == Subject::Prompt).then_some(self.name.as_deref()).flatten()
+        (self.subject == Subject::Prompt)
+            .then_some(self.name.as_deref())
+            .flatten()
     }
     /// The resource name, if the finding is about a resource.
     pub fn resource(&self) -> Option<&str> {
-        (self.subject == Subject::Resource).then_some(self.name.as_deref()).flatten()
+        (self.subject == Subject::Resource)
+            .then_some(self.name.as_deref())
+            .flatten()
     }
 
     /// Sort key: file, position, rule.
@@ -217,7 +243,12 @@ impl LineIndex {
     /// Indexes `text`.
     pub fn new(text: &str) -> Self {
         let mut starts = vec![0];
-        starts.extend(text.bytes().enumerate().filter(|&(_, b)| b == b'\n').map(|(i, _)| i + 1));
+        starts.extend(
+            text.bytes()
+                .enumerate()
+                .filter(|&(_, b)| b == b'\n')
+                .map(|(i, _)| i + 1),
+        );
         LineIndex { starts }
     }
 

@@ -35,7 +35,9 @@ use crate::manifest::json::{for_each_unit, Document, Kind, NodeId, Unit};
 use crate::manifest::Server;
 
 /// Which of the article's two programs to reproduce.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, clap::ValueEnum, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Hash, clap::ValueEnum, serde::Serialize, serde::Deserialize,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum Scheme {
     /// The article's TypeScript (RFC 8785-style canonical JSON).
@@ -200,7 +202,13 @@ pub fn matches(doc: &Document, tools: &[NodeId], hex: &str) -> Option<Scheme> {
 
 /// Writes `items` sorted by their string member `key` (stable; items without
 /// it sort first, as `undefined` and missing keys never compare less).
-fn write_sorted_array(doc: &Document, items: &[NodeId], key: &str, scheme: Scheme, out: &mut Out<'_>) {
+fn write_sorted_array(
+    doc: &Document,
+    items: &[NodeId],
+    key: &str,
+    scheme: Scheme,
+    out: &mut Out<'_>,
+) {
     let mut keyed: Vec<(SortKey<'_>, NodeId)> = items
         .iter()
         .map(|&n| {
@@ -410,7 +418,9 @@ fn write_string(doc: &Document, n: NodeId, scheme: Scheme, out: &mut Out<'_>) {
         // Printable ASCII except the two characters that need escaping is
         // written as is by both languages; JavaScript also writes any other
         // character from U+0020 up literally.
-        Scheme::Python => t.bytes().all(|b| (0x20..0x7f).contains(&b) && b != b'"' && b != b'\\'),
+        Scheme::Python => t
+            .bytes()
+            .all(|b| (0x20..0x7f).contains(&b) && b != b'"' && b != b'\\'),
         Scheme::Ts => t.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\'),
     };
     if !doc.is_escaped(n) && plain_ok(raw) {
@@ -577,11 +587,19 @@ mod tests {
             ("0.1", "0.1", "0.1"),
             ("123.456", "123.456", "123.456"),
             ("9007199254740993", "9007199254740992", "9007199254740993"),
-            ("12345678901234567890", "12345678901234567000", "12345678901234567890"),
+            (
+                "12345678901234567890",
+                "12345678901234567000",
+                "12345678901234567890",
+            ),
             ("1e400", "null", "Infinity"),
             ("-1e400", "null", "-Infinity"),
             ("5e-324", "5e-324", "5e-324"),
-            ("1.7976931348623157e308", "1.7976931348623157e+308", "1.7976931348623157e+308"),
+            (
+                "1.7976931348623157e308",
+                "1.7976931348623157e+308",
+                "1.7976931348623157e+308",
+            ),
         ];
         for (raw, ts, py) in cases {
             assert_eq!(canon(raw, Scheme::Ts), ts, "ts {raw}");
@@ -607,20 +625,31 @@ mod tests {
         // U+FF21 (fullwidth A) vs U+1F600: code points put U+FF21 first, UTF-16
         // code units put the emoji's high surrogate (U+D83D) first.
         let s = "{\"\u{ff21}\":1,\"\u{1f600}\":2,\"a\":3}";
-        assert_eq!(canon(s, Scheme::Ts), "{\"a\":3,\"\u{1f600}\":2,\"\u{ff21}\":1}");
-        assert_eq!(canon(s, Scheme::Python), "{\"a\":3,\"\\uff21\":1,\"\\ud83d\\ude00\":2}");
+        assert_eq!(
+            canon(s, Scheme::Ts),
+            "{\"a\":3,\"\u{1f600}\":2,\"\u{ff21}\":1}"
+        );
+        assert_eq!(
+            canon(s, Scheme::Python),
+            "{\"a\":3,\"\\uff21\":1,\"\\ud83d\\ude00\":2}"
+        );
     }
 
     #[test]
     fn duplicate_keys_last_wins() {
-        assert_eq!(canon(r#"{"b":1,"a":2,"b":3}"#, Scheme::Ts), r#"{"a":2,"b":3}"#);
+        assert_eq!(
+            canon(r#"{"b":1,"a":2,"b":3}"#, Scheme::Ts),
+            r#"{"a":2,"b":3}"#
+        );
     }
 
     #[test]
     fn article_example_fingerprint() {
         // The article's `reviewed` list; both of its programs print this value
         // (checked against ../shared/oracles in tests/fingerprint_oracle.rs).
-        let d = doc(r#"[{"name":"get_forecast","description":"Forecast for a city for the next three days.","inputSchema":{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}}]"#);
+        let d = doc(
+            r#"[{"name":"get_forecast","description":"Forecast for a city for the next three days.","inputSchema":{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}}]"#,
+        );
         let tools = d.array(d.root()).unwrap().to_vec();
         let ts = tools_fingerprint(&d, &tools, Scheme::Ts);
         let py = tools_fingerprint(&d, &tools, Scheme::Python);

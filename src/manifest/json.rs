@@ -269,7 +269,10 @@ impl Document {
 
     /// Parses `bytes` as JSON; on failure the bytes come back with the error, so
     /// the caller can show the source without keeping a second copy.
-    pub fn parse_keep(bytes: Vec<u8>, opts: &ParseOptions) -> Result<Document, (ParseError, Vec<u8>)> {
+    pub fn parse_keep(
+        bytes: Vec<u8>,
+        opts: &ParseOptions,
+    ) -> Result<Document, (ParseError, Vec<u8>)> {
         let limit = opts.max_size.min(u32::MAX as usize - 1);
         if bytes.len() > limit {
             let e = ParseError {
@@ -297,7 +300,10 @@ impl Document {
     }
 
     /// Parses a string; on failure the string comes back with the error.
-    pub fn parse_string(text: String, opts: &ParseOptions) -> Result<Document, (ParseError, String)> {
+    pub fn parse_string(
+        text: String,
+        opts: &ParseOptions,
+    ) -> Result<Document, (ParseError, String)> {
         match Self::build(&text, opts) {
             Ok((nodes, links, duplicates)) => Ok(Document {
                 text,
@@ -541,7 +547,10 @@ impl Document {
             Kind::Object => {
                 let mut map = serde_json::Map::new();
                 for (k, v) in self.members(id).into_iter().flatten() {
-                    map.insert(self.str(k).unwrap_or_default().into_owned(), self.to_value(v));
+                    map.insert(
+                        self.str(k).unwrap_or_default().into_owned(),
+                        self.to_value(v),
+                    );
                 }
                 Value::Object(map)
             }
@@ -844,7 +853,11 @@ impl Parser<'_> {
 
     fn unexpected<T>(&self, what: &'static str) -> Result<T, ParseError> {
         if self.pos >= self.src.len() {
-            return self.err(ErrorKind::UnexpectedEof(what), self.src.len(), self.src.len());
+            return self.err(
+                ErrorKind::UnexpectedEof(what),
+                self.src.len(),
+                self.src.len(),
+            );
         }
         if self.src[self.pos] == 0 {
             return self.err(ErrorKind::NulByte, self.pos, self.pos + 1);
@@ -1021,7 +1034,11 @@ impl Parser<'_> {
                         Some(b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't') => i += 2,
                         Some(b'u') => {
                             let Some(hi) = hex4(s.get(i + 2..).unwrap_or_default()) else {
-                                return self.err(ErrorKind::BadUnicodeEscape, i, (i + 6).min(s.len()));
+                                return self.err(
+                                    ErrorKind::BadUnicodeEscape,
+                                    i,
+                                    (i + 6).min(s.len()),
+                                );
                             };
                             i += 6;
                             if (0xd800..0xdc00).contains(&hi) {
@@ -1320,7 +1337,11 @@ mod tests {
             (b"[NaN]", ErrorKind::Unexpected("a JSON value"), 1),
             (b"\xef\xbb\xbf{}", ErrorKind::ByteOrderMark, 0),
             (b"{\"a\"", ErrorKind::UnexpectedEof("`:`"), 4),
-            (b"\"abc", ErrorKind::UnexpectedEof("`\"` closing the string"), 0),
+            (
+                b"\"abc",
+                ErrorKind::UnexpectedEof("`\"` closing the string"),
+                0,
+            ),
         ];
         for (src, kind, at) in cases {
             let e = Document::parse(src.to_vec(), &ParseOptions::default()).unwrap_err();
@@ -1345,7 +1366,13 @@ mod tests {
             ..Default::default()
         };
         let e = Document::parse(b"[1,2,3,4,5,6]".to_vec(), &opts).unwrap_err();
-        assert!(matches!(e.kind, ErrorKind::TooLarge { size: 13, limit: 10 }));
+        assert!(matches!(
+            e.kind,
+            ErrorKind::TooLarge {
+                size: 13,
+                limit: 10
+            }
+        ));
     }
 
     #[test]

@@ -17,15 +17,25 @@ use crate::report::Report;
 /// Renders findings as miette diagnostics. `color` selects the coloured unicode
 /// theme; `width` is the terminal width.
 pub fn render(report: &Report<'_>, color: bool, width: usize) -> String {
-    let theme = if color { GraphicalTheme::unicode() } else { GraphicalTheme::unicode_nocolor() };
-    let handler = GraphicalReportHandler::new_themed(theme).with_width(width).with_links(false);
+    let theme = if color {
+        GraphicalTheme::unicode()
+    } else {
+        GraphicalTheme::unicode_nocolor()
+    };
+    let handler = GraphicalReportHandler::new_themed(theme)
+        .with_width(width)
+        .with_links(false);
     let mut visible_sources: HashMap<&str, (Arc<VisibleSource>, Arc<String>)> = HashMap::new();
     let mut out = String::new();
     for f in report.findings {
         let (vs, text) = visible_sources
             .entry(f.path.as_str())
             .or_insert_with(|| {
-                let raw = report.sources.get(&f.path).map(|s| s.as_str()).unwrap_or("");
+                let raw = report
+                    .sources
+                    .get(&f.path)
+                    .map(|s| s.as_str())
+                    .unwrap_or("");
                 let vs = VisibleSource::new(raw);
                 let text = Arc::new(vs.text.clone());
                 (Arc::new(vs), text)
@@ -76,10 +86,21 @@ fn diagnostic(f: &Finding, vs: &VisibleSource) -> MietteDiagnostic {
     for n in &f.notes {
         let _ = writeln!(help, "note: {n}");
     }
-    let _ = write!(help, "pointer: {} · docs: mcplint explain {}", visible(&f.pointer), f.rule);
-    let mut labels = vec![LabeledSpan::new_primary_with_span(Some(f.label.clone()), vs.map_span(f.span.start, f.span.end))];
+    let _ = write!(
+        help,
+        "pointer: {} · docs: mcplint explain {}",
+        visible(&f.pointer),
+        f.rule
+    );
+    let mut labels = vec![LabeledSpan::new_primary_with_span(
+        Some(f.label.clone()),
+        vs.map_span(f.span.start, f.span.end),
+    )];
     for r in &f.related {
-        labels.push(LabeledSpan::new_with_span(Some(r.label.clone()), vs.map_span(r.span.start, r.span.end)));
+        labels.push(LabeledSpan::new_with_span(
+            Some(r.label.clone()),
+            vs.map_span(r.span.start, r.span.end),
+        ));
     }
     MietteDiagnostic::new(message)
         .with_code(f.rule.clone())

@@ -122,7 +122,10 @@ fn wire<'a>(report: &Report<'_>, f: &'a Finding) -> WireFinding<'a> {
         pointer: &f.pointer,
         line: f.line,
         column: f.column,
-        span: WireSpan { start: f.span.start, end: f.span.end },
+        span: WireSpan {
+            start: f.span.start,
+            end: f.span.end,
+        },
         label: &f.label,
         related: f
             .related
@@ -131,7 +134,10 @@ fn wire<'a>(report: &Report<'_>, f: &'a Finding) -> WireFinding<'a> {
                 let (line, column) = report.line_col(&f.path, r.span.start);
                 WireRelated {
                     pointer: &r.pointer,
-                    span: WireSpan { start: r.span.start, end: r.span.end },
+                    span: WireSpan {
+                        start: r.span.start,
+                        end: r.span.end,
+                    },
                     line,
                     column,
                     label: &r.label,
@@ -160,7 +166,8 @@ pub fn render(report: &Report<'_>) -> String {
             ignored: report.stats.ignored,
         },
     };
-    let mut s = serde_json::to_string_pretty(&out).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"));
+    let mut s =
+        serde_json::to_string_pretty(&out).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"));
     s.push('\n');
     s
 }

@@ -32,7 +32,9 @@ pub fn render(report: &Report<'_>) -> String {
         out.push_str(&format!("{}\n", report.summary_line()));
         return out;
     }
-    out.push_str("| Severity | Rule | Location | Server / tool | Message |\n|---|---|---|---|---|\n");
+    out.push_str(
+        "| Severity | Rule | Location | Server / tool | Message |\n|---|---|---|---|---|\n",
+    );
     for f in report.findings {
         let who = match (&f.server, &f.name) {
             (Some(s), Some(n)) => format!("{} / {}", cell(s), cell(n)),

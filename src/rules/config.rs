@@ -131,7 +131,13 @@ impl Config {
             if let Some(at) = text.find(&format!("rules.{id}")) {
                 c.rule_spans.insert(id.clone(), at..at + 6 + id.len());
             }
-            c.settings.insert(id.clone(), RuleSettings { disabled: r.disable, severity: r.severity });
+            c.settings.insert(
+                id.clone(),
+                RuleSettings {
+                    disabled: r.disable,
+                    severity: r.severity,
+                },
+            );
             for i in r.ignore {
                 let span = i.span();
                 let i = i.into_inner();
@@ -142,7 +148,13 @@ impl Config {
                         span: Some((span.start, span.end - span.start).into()),
                     });
                 }
-                c.ignores.push(Ignore { rule: id.clone(), server: i.server, tool: i.tool, reason: i.reason, span });
+                c.ignores.push(Ignore {
+                    rule: id.clone(),
+                    server: i.server,
+                    tool: i.tool,
+                    reason: i.reason,
+                    span,
+                });
             }
         }
         c.text = text;
@@ -151,11 +163,18 @@ impl Config {
 
     /// An error for a rule id the engine does not know.
     pub fn unknown_rule(&self, id: &str) -> ConfigError {
-        let shown = self.path.as_ref().map(|p| p.display().to_string()).unwrap_or_default();
+        let shown = self
+            .path
+            .as_ref()
+            .map(|p| p.display().to_string())
+            .unwrap_or_default();
         ConfigError {
             message: format!("{shown}: unknown rule `{id}` (see `mcplint rules`)"),
             src: NamedSource::new(&shown, self.text.clone()),
-            span: self.rule_spans.get(id).map(|r| (r.start, r.end - r.start).into()),
+            span: self
+                .rule_spans
+                .get(id)
+                .map(|r| (r.start, r.end - r.start).into()),
         }
     }
 
@@ -167,8 +186,12 @@ impl Config {
         findings.retain(|f| {
             let hit = self.ignores.iter().position(|i| {
                 i.rule == f.rule
-                    && i.server.as_ref().is_none_or(|s| f.server.as_deref() == Some(s.as_str()))
-                    && i.tool.as_ref().is_none_or(|t| f.name.as_deref() == Some(t.as_str()))
+                    && i.server
+                        .as_ref()
+                        .is_none_or(|s| f.server.as_deref() == Some(s.as_str()))
+                    && i.tool
+                        .as_ref()
+                        .is_none_or(|t| f.name.as_deref() == Some(t.as_str()))
             });
             if let Some(i) = hit {
                 used[i] = true;
@@ -176,16 +199,30 @@ impl Config {
             hit.is_none()
         });
         let ignored = before - findings.len();
-        let Some(meta) = engine.meta("unmatched-ignore") else { return ignored };
-        let path = self.path.as_ref().map(|p| p.display().to_string()).unwrap_or_default();
+        let Some(meta) = engine.meta("unmatched-ignore") else {
+            return ignored;
+        };
+        let path = self
+            .path
+            .as_ref()
+            .map(|p| p.display().to_string())
+            .unwrap_or_default();
         let mut sink = Sink::default();
         for (i, ig) in self.ignores.iter().enumerate() {
             if used[i] || engine.meta(&ig.rule).is_none() {
                 continue;
             }
             let (line, column) = crate::manifest::json::line_col(&self.text, ig.span.start);
-            let sev = self.settings.get("unmatched-ignore").and_then(|s| s.severity).unwrap_or(meta.severity);
-            if self.settings.get("unmatched-ignore").is_some_and(|s| s.disabled) {
+            let sev = self
+                .settings
+                .get("unmatched-ignore")
+                .and_then(|s| s.severity)
+                .unwrap_or(meta.severity);
+            if self
+                .settings
+                .get("unmatched-ignore")
+                .is_some_and(|s| s.disabled)
+            {
                 continue;
             }
             let f = sink.push(

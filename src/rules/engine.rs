@@ -221,7 +221,12 @@ impl Sink {
 }
 
 /// A related location for a node, for [`Finding::related`].
-pub fn related(doc: &Document, node: NodeId, decoded: Option<(usize, usize)>, label: impl Into<String>) -> Related {
+pub fn related(
+    doc: &Document,
+    node: NodeId,
+    decoded: Option<(usize, usize)>,
+    label: impl Into<String>,
+) -> Related {
     let span = match decoded {
         Some((s, e)) if doc.kind(node) == Kind::String => doc.raw_span_of_decoded(node, s..e),
         _ => doc.span(node),
@@ -243,22 +248,60 @@ pub trait Rule: Send + Sync {
     fn check_tool(&self, _scope: &Scope<'_>, _tool: &Tool, _out: &mut Sink) {}
     /// Once per object schema inside a tool's input or output schema (the root
     /// included), with its field path.
-    fn check_schema(&self, _scope: &Scope<'_>, _tool: &Tool, _schema: NodeId, _path: &str, _out: &mut Sink) {}
+    fn check_schema(
+        &self,
+        _scope: &Scope<'_>,
+        _tool: &Tool,
+        _schema: NodeId,
+        _path: &str,
+        _out: &mut Sink,
+    ) {
+    }
     /// Once per model-visible text field, with its normalised text.
-    fn check_text(&self, _scope: &Scope<'_>, _field: &Field<'_>, _norm: &Normalized, _out: &mut Sink) {}
+    fn check_text(
+        &self,
+        _scope: &Scope<'_>,
+        _field: &Field<'_>,
+        _norm: &Normalized,
+        _out: &mut Sink,
+    ) {
+    }
     /// Once per group of servers that belong to one agent (two or more).
     fn check_agent(&self, _servers: &[Scope<'_>], _out: &mut Sink) {}
     /// After all other rules ran on one subject (a tool, prompt, resource or the
     /// server's own text), with that subject's findings so far.
-    fn check_findings(&self, _scope: &Scope<'_>, _engine: &Engine, _found: &[Finding], _out: &mut Sink) {}
+    fn check_findings(
+        &self,
+        _scope: &Scope<'_>,
+        _engine: &Engine,
+        _found: &[Finding],
+        _out: &mut Sink,
+    ) {
+    }
 }
 
 /// Keys whose string values are schema machinery, not prose a model reads as
 /// instructions (the standard `$schema` URL is not a finding).
-const MACHINE_KEYS: &[&str] = &["$schema", "$ref", "$id", "$anchor", "format", "contentMediaType", "contentEncoding"];
-const JSON_TYPES: &[&str] = &["string", "number", "integer", "boolean", "object", "array", "null"];
+const MACHINE_KEYS: &[&str] = &[
+    "$schema",
+    "$ref",
+    "$id",
+    "$anchor",
+    "format",
+    "contentMediaType",
+    "contentEncoding",
+];
+const JSON_TYPES: &[&str] = &[
+    "string", "number", "integer", "boolean", "object", "array", "null",
+];
 /// Objects whose keys are names a model reads (property names and definitions).
-const NAMED_CHILDREN: &[&str] = &["properties", "patternProperties", "$defs", "definitions", "dependentSchemas"];
+const NAMED_CHILDREN: &[&str] = &[
+    "properties",
+    "patternProperties",
+    "$defs",
+    "definitions",
+    "dependentSchemas",
+];
 
 /// Replaces `/` in a name so it stays one path segment.
 fn seg(s: &str) -> String {
@@ -266,7 +309,13 @@ fn seg(s: &str) -> String {
 }
 
 /// Collects every model-visible text field under `node`.
-pub fn walk_fields<'d>(doc: &'d Document, node: NodeId, path: &mut String, parent_key: &str, out: &mut Vec<Field<'d>>) {
+pub fn walk_fields<'d>(
+    doc: &'d Document,
+    node: NodeId,
+    path: &mut String,
+    parent_key: &str,
+    out: &mut Vec<Field<'d>>,
+) {
     match doc.kind(node) {
         Kind::String => {
             if MACHINE_KEYS.contains(&parent_key) {
@@ -326,12 +375,20 @@ pub fn walk_fields<'d>(doc: &'d Document, node: NodeId, path: &mut String, paren
 }
 
 /// Every object schema in a tool's schemas, with field paths.
-fn walk_schemas(doc: &Document, node: NodeId, path: &mut String, out: &mut Vec<(NodeId, String)>, depth: usize) {
+fn walk_schemas(
+    doc: &Document,
+    node: NodeId,
+    path: &mut String,
+    out: &mut Vec<(NodeId, String)>,
+    depth: usize,
+) {
     if doc.kind(node) != Kind::Object || depth > 64 {
         return;
     }
     out.push((node, path.clone()));
-    let Some(members) = doc.members(node) else { return };
+    let Some(members) = doc.members(node) else {
+        return;
+    };
     for (k, v) in members {
         let key = doc.str(k).unwrap_or_default();
         let len = path.len();
@@ -349,8 +406,16 @@ fn walk_schemas(doc: &Document, node: NodeId, path: &mut String, out: &mut Vec<(
                     }
                 }
             }
-            "items" | "additionalProperties" | "not" | "if" | "then" | "else" | "contains" | "propertyNames"
-            | "unevaluatedProperties" | "additionalItems" => match doc.kind(v) {
+            "items"
+            | "additionalProperties"
+            | "not"
+            | "if"
+            | "then"
+            | "else"
+            | "contains"
+            | "propertyNames"
+            | "unevaluatedProperties"
+            | "additionalItems" => match doc.kind(v) {
                 Kind::Object => walk_schemas(doc, v, path, out, depth + 1),
                 Kind::Array => {
                     for (i, &x) in doc.array(v).unwrap_or_default().iter().enumerate() {
@@ -434,7 +499,11 @@ impl Engine {
 
     /// Applies per-rule settings. Unknown ids are returned so the caller can report them.
     pub fn configure(&mut self, settings: HashMap<String, RuleSettings>) -> Vec<String> {
-        let unknown = settings.keys().filter(|k| !self.index.contains_key(*k)).cloned().collect();
+        let unknown = settings
+            .keys()
+            .filter(|k| !self.index.contains_key(*k))
+            .cloned()
+            .collect();
         self.settings = settings;
         unknown
     }
@@ -475,7 +544,9 @@ impl Engine {
             }
         }
         findings.sort_by(|a, b| a.sort_key().cmp(&b.sort_key()));
-        findings.dedup_by(|a, b| a.rule == b.rule && a.path == b.path && a.span == b.span && a.message == b.message);
+        findings.dedup_by(|a, b| {
+            a.rule == b.rule && a.path == b.path && a.span == b.span && a.message == b.message
+        });
         findings
     }
 
@@ -489,9 +560,16 @@ impl Engine {
     }
 
     /// Runs the text rules (declarative and code) over one field.
-    fn check_field(&self, scope: &Scope<'_>, field: &Field<'_>, tool: Option<&str>, sink: &mut Sink) {
+    fn check_field(
+        &self,
+        scope: &Scope<'_>,
+        field: &Field<'_>,
+        tool: Option<&str>,
+        sink: &mut Sink,
+    ) {
         let norm = normalize(&field.text);
-        self.patterns.check(scope, field, &norm, tool, &|id| self.enabled(id), sink);
+        self.patterns
+            .check(scope, field, &norm, tool, &|id| self.enabled(id), sink);
         for r in &self.rules {
             r.check_text(scope, field, &norm, sink);
         }
@@ -528,7 +606,13 @@ impl Engine {
         }
         let mut fields = Vec::new();
         if let Some(n) = server.instructions {
-            walk_fields(doc, n, &mut "instructions".to_string(), "instructions", &mut fields);
+            walk_fields(
+                doc,
+                n,
+                &mut "instructions".to_string(),
+                "instructions",
+                &mut fields,
+            );
         }
         if let Some(info) = server.server_info {
             for key in ["description", "title"] {
@@ -551,9 +635,18 @@ impl Engine {
                 }
             }
             let mut schemas = Vec::new();
-            for (key, n) in [("inputSchema", tool.input_schema), ("outputSchema", tool.output_schema)] {
+            for (key, n) in [
+                ("inputSchema", tool.input_schema),
+                ("outputSchema", tool.output_schema),
+            ] {
                 if let Some(n) = n {
-                    walk_schemas(doc, n, &mut format!("tools/{}/{key}", seg(&tool.name)), &mut schemas, 0);
+                    walk_schemas(
+                        doc,
+                        n,
+                        &mut format!("tools/{}/{key}", seg(&tool.name)),
+                        &mut schemas,
+                        0,
+                    );
                 }
             }
             for (n, path) in &schemas {
@@ -589,19 +682,34 @@ impl Engine {
                 sink.set_subject(Subject::Prompt, Some(p.name.clone()));
                 let from = sink.findings.len();
                 let mut fields = Vec::new();
-                walk_fields(doc, p.node, &mut format!("{kind}/{}", seg(&p.name)), "", &mut fields);
+                walk_fields(
+                    doc,
+                    p.node,
+                    &mut format!("{kind}/{}", seg(&p.name)),
+                    "",
+                    &mut fields,
+                );
                 for f in &fields {
                     self.check_field(scope, f, None, sink);
                 }
                 self.post_subject(scope, from, sink);
             }
         }
-        for (kind, list) in [("resources", &server.resources), ("resourceTemplates", &server.resource_templates)] {
+        for (kind, list) in [
+            ("resources", &server.resources),
+            ("resourceTemplates", &server.resource_templates),
+        ] {
             for r in list.iter() {
                 sink.set_subject(Subject::Resource, Some(r.name.clone()));
                 let from = sink.findings.len();
                 let mut fields = Vec::new();
-                walk_fields(doc, r.node, &mut format!("{kind}/{}", seg(&r.name)), "", &mut fields);
+                walk_fields(
+                    doc,
+                    r.node,
+                    &mut format!("{kind}/{}", seg(&r.name)),
+                    "",
+                    &mut fields,
+                );
                 // A resource's URI is an address, not prose.
                 fields.retain(|f| !f.path.ends_with("/uri") && !f.path.ends_with("/uriTemplate"));
                 for f in &fields {

@@ -37,9 +37,9 @@
 
 use std::path::{Path, PathBuf};
 
+use aho_corasick::{AhoCorasick, MatchKind};
 use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 use miette::{NamedSource, SourceSpan};
-use aho_corasick::{AhoCorasick, MatchKind};
 use regex::{Regex, RegexBuilder};
 use serde::Deserialize;
 
@@ -65,13 +65,22 @@ pub struct RuleFileError {
 }
 
 impl RuleFileError {
-    fn new(name: &str, text: &str, span: Option<std::ops::Range<usize>>, message: String, label: &str) -> Self {
+    fn new(
+        name: &str,
+        text: &str,
+        span: Option<std::ops::Range<usize>>,
+        message: String,
+        label: &str,
+    ) -> Self {
         RuleFileError {
             message: format!("{name}: {message}"),
             src: NamedSource::new(name, text.to_string()),
             span: span.map(|r| (r.start, r.end - r.start).into()),
             label: label.into(),
-            help: Some("see `mcplint explain` of a built-in rule, or the rules/ folder, for the format".into()),
+            help: Some(
+                "see `mcplint explain` of a built-in rule, or the rules/ folder, for the format"
+                    .into(),
+            ),
         }
     }
 
@@ -156,7 +165,11 @@ impl PatternRule {
 
     /// [`PatternRule::find`] without the keyword check (the caller did it).
     fn find_unguarded(&self, text: &str) -> Option<(usize, usize)> {
-        let m = self.regexes.iter().filter_map(|r| r.find(text)).min_by_key(|m| m.start())?;
+        let m = self
+            .regexes
+            .iter()
+            .filter_map(|r| r.find(text))
+            .min_by_key(|m| m.start())?;
         if self.unless.iter().any(|u| u.is_match(text)) {
             return None;
         }
@@ -188,7 +201,11 @@ pub struct PatternSet {
     always: Vec<usize>,
 }
 
-fn glob_set(name: &str, text: &str, globs: &[toml::Spanned<String>]) -> Result<Option<GlobSet>, RuleFileError> {
+fn glob_set(
+    name: &str,
+    text: &str,
+    globs: &[toml::Spanned<String>],
+) -> Result<Option<GlobSet>, RuleFileError> {
     if globs.is_empty() {
         return Ok(None);
     }
@@ -197,7 +214,15 @@ fn glob_set(name: &str, text: &str, globs: &[toml::Spanned<String>]) -> Result<O
         let glob = GlobBuilder::new(g.get_ref())
             .literal_separator(true)
             .build()
-            .map_err(|e| RuleFileError::new(name, text, Some(g.span()), format!("bad glob: {e}"), "this glob"))?;
+            .map_err(|e| {
+                RuleFileError::new(
+                    name,
+                    text,
+                    Some(g.span()),
+                    format!("bad glob: {e}"),
+                    "this glob",
+                )
+            })?;
         b.add(glob);
     }
     b.build()
@@ -250,7 +275,9 @@ impl PatternSet {
     /// Reads every `*.toml` in `dir` (sorted by name).
     pub fn dir_sources(dir: &Path) -> Result<Vec<(String, String, Origin)>, RuleFileError> {
         let shown = dir.display().to_string();
-        let rd = std::fs::read_dir(dir).map_err(|e| RuleFileError::plain(&shown, format!("cannot read rules directory: {e}")))?;
+        let rd = std::fs::read_dir(dir).map_err(|e| {
+            RuleFileError::plain(&shown, format!("cannot read rules directory: {e}"))
+        })?;
         let mut paths: Vec<PathBuf> = rd
             .filter_map(|e| e.ok().map(|e| e.path()))
             .filter(|p| p.extension().is_some_and(|x| x == "toml"))
@@ -259,7 +286,8 @@ impl PatternSet {
         let mut out = Vec::new();
         for p in paths {
             let name = p.display().to_string();
-            let text = std::fs::read_to_string(&p).map_err(|e| RuleFileError::plain(&name, format!("cannot read: {e}")))?;
+            let text = std::fs::read_to_string(&p)
+                .map_err(|e| RuleFileError::plain(&name, format!("cannot read: {e}")))?;
             out.push((name, text, Origin::File(p)));
         }
         Ok(out)
@@ -275,7 +303,9 @@ impl PatternSet {
             })?;
             let id = f.id.get_ref();
             let kebab = !id.is_empty()
-                && id.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+                && id
+                    .bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
                 && !id.starts_with('-')
                 && !id.ends_with('-');
             if !kebab {
@@ -288,18 +318,36 @@ impl PatternSet {
                 ));
             }
             if f.patterns.is_empty() {
-                return Err(RuleFileError::new(&name, &text, None, "a rule needs at least one pattern".into(), ""));
+                return Err(RuleFileError::new(
+                    &name,
+                    &text,
+                    None,
+                    "a rule needs at least one pattern".into(),
+                    "",
+                ));
             }
             let mut regexes = Vec::new();
             for p in &f.patterns {
                 regexes.push(regex(p.get_ref()).map_err(|e| {
-                    RuleFileError::new(&name, &text, Some(p.span()), format!("bad regex: {e}"), "this pattern")
+                    RuleFileError::new(
+                        &name,
+                        &text,
+                        Some(p.span()),
+                        format!("bad regex: {e}"),
+                        "this pattern",
+                    )
                 })?);
             }
             let mut unless = Vec::new();
             for p in &f.unless {
                 unless.push(regex(p.get_ref()).map_err(|e| {
-                    RuleFileError::new(&name, &text, Some(p.span()), format!("bad regex: {e}"), "this pattern")
+                    RuleFileError::new(
+                        &name,
+                        &text,
+                        Some(p.span()),
+                        format!("bad regex: {e}"),
+                        "this pattern",
+                    )
                 })?);
             }
             let applies = glob_set(&name, &text, &f.applies_to)?;
@@ -342,8 +390,15 @@ impl PatternSet {
         let keywords = AhoCorasick::builder()
             .match_kind(MatchKind::Standard)
             .build(&pats)
-            .map_err(|e| RuleFileError::plain("rules", format!("cannot build the keyword prefilter: {e}")))?;
-        Ok(PatternSet { rules, keywords, owner, always })
+            .map_err(|e| {
+                RuleFileError::plain("rules", format!("cannot build the keyword prefilter: {e}"))
+            })?;
+        Ok(PatternSet {
+            rules,
+            keywords,
+            owner,
+            always,
+        })
     }
 
     /// The rules' metadata.
@@ -367,7 +422,11 @@ impl PatternSet {
         for m in self.keywords.find_overlapping_iter(text) {
             seen[self.owner[m.pattern().as_usize()]] = true;
         }
-        seen.iter().enumerate().filter(|(_, &s)| s).map(|(i, _)| i).collect()
+        seen.iter()
+            .enumerate()
+            .filter(|(_, &s)| s)
+            .map(|(i, _)| i)
+            .collect()
     }
 
     /// Matches one field and reports into `out`. One finding per rule per field.
@@ -383,7 +442,9 @@ impl PatternSet {
         let applies = |r: &PatternRule| {
             enabled(&r.meta.id)
                 && r.applies.as_ref().is_none_or(|g| g.is_match(&field.path))
-                && r.tools.as_ref().is_none_or(|g| tool.is_some_and(|t| g.is_match(t)))
+                && r.tools
+                    .as_ref()
+                    .is_none_or(|g| tool.is_some_and(|t| g.is_match(t)))
         };
         for i in self.candidates(&norm.text) {
             let r = &self.rules[i];
@@ -392,15 +453,28 @@ impl PatternSet {
             }
             if let Some((s, e)) = r.find_unguarded(&norm.text) {
                 let (ds, de) = norm.to_decoded(s, e);
-                out.emit(scope, &r.meta, field.node, Some((ds, de)), r.message.clone(), r.label.clone());
+                out.emit(
+                    scope,
+                    &r.meta,
+                    field.node,
+                    Some((ds, de)),
+                    r.message.clone(),
+                    r.label.clone(),
+                );
             }
         }
         // Text spelled in invisible tag characters is read by models: match it
         // too, and point at the hidden characters.
         if !norm.tag_text.is_empty() {
             let hidden = normalize(&norm.tag_text);
-            let tags: Vec<_> = norm.hidden.iter().filter(|h| h.kind == HiddenKind::Tag).collect();
-            let (Some(first), Some(last)) = (tags.first(), tags.last()) else { return };
+            let tags: Vec<_> = norm
+                .hidden
+                .iter()
+                .filter(|h| h.kind == HiddenKind::Tag)
+                .collect();
+            let (Some(first), Some(last)) = (tags.first(), tags.last()) else {
+                return;
+            };
             for i in self.candidates(&hidden.text) {
                 let r = &self.rules[i];
                 if applies(r) && r.find_unguarded(&hidden.text).is_some() {
@@ -412,7 +486,10 @@ impl PatternSet {
                         format!("{} (in invisible tag characters)", r.message),
                         r.label.clone(),
                     );
-                    f.notes.push(format!("hidden text: {}", crate::display::visible(&norm.tag_text)));
+                    f.notes.push(format!(
+                        "hidden text: {}",
+                        crate::display::visible(&norm.tag_text)
+                    ));
                 }
             }
         }

@@ -140,9 +140,10 @@ impl LoadError {
         let (line, column) = line_col(&text, err.span.start);
         let (src, span) = attach(&path_s, &text, err.span);
         let help = match &err.kind {
-            crate::manifest::json::ErrorKind::TooLarge { .. } => {
-                Some("raise the limit with --max-size BYTES if the file is trusted to be this big".into())
-            }
+            crate::manifest::json::ErrorKind::TooLarge { .. } => Some(
+                "raise the limit with --max-size BYTES if the file is trusted to be this big"
+                    .into(),
+            ),
             crate::manifest::json::ErrorKind::TooDeep(_) => {
                 Some("raise the limit with --max-depth N if the nesting is legitimate".into())
             }

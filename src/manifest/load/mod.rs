@@ -39,7 +39,12 @@ pub struct Ctx<'a> {
 
 impl Ctx<'_> {
     /// A shape error at `node`.
-    pub fn shape(&self, node: NodeId, message: impl Into<String>, label: impl Into<String>) -> LoadError {
+    pub fn shape(
+        &self,
+        node: NodeId,
+        message: impl Into<String>,
+        label: impl Into<String>,
+    ) -> LoadError {
         self.shape_help(node, message, label, None)
     }
 
@@ -273,7 +278,9 @@ pub fn load_bytes(path: &Path, bytes: Vec<u8>, opts: &LoadOptions) -> Result<Loa
         return Err(LoadError::syntax(path, b"", &err));
     }
     let forced = opts.format;
-    if forced == Some(InputKind::McpbBundle) || (forced.is_none() && bytes.starts_with(b"PK\x03\x04")) {
+    if forced == Some(InputKind::McpbBundle)
+        || (forced.is_none() && bytes.starts_with(b"PK\x03\x04"))
+    {
         return mcpb::load_bundle(path, &bytes, opts);
     }
     let is_toml = path.extension().and_then(|e| e.to_str()) == Some("toml");
@@ -300,9 +307,11 @@ pub fn load_document(path: &Path, doc: Document, opts: &LoadOptions) -> Result<L
     };
     let ctx = Ctx { path, doc: &doc };
     let servers: Vec<Server> = match kind {
-        InputKind::ToolsList | InputKind::Capture | InputKind::JsonRpc | InputKind::JsonRpcPages | InputKind::ToolArray => {
-            tools::load(&ctx, kind)?
-        }
+        InputKind::ToolsList
+        | InputKind::Capture
+        | InputKind::JsonRpc
+        | InputKind::JsonRpcPages
+        | InputKind::ToolArray => tools::load(&ctx, kind)?,
         InputKind::Mcpb => mcpb::load_manifest(&ctx)?,
         InputKind::ServerJson => server_json::load(&ctx)?,
         InputKind::McpServers => config::load_mcp_servers(&ctx)?,
@@ -366,7 +375,16 @@ pub fn detect(doc: &Document) -> Option<InputKind> {
                 return Some(InputKind::Mcpb);
             }
             if has("tools") {
-                let extra = ["prompts", "resources", "resourceTemplates", "instructions", "serverInfo", "protocolVersion", "capture", "server"];
+                let extra = [
+                    "prompts",
+                    "resources",
+                    "resourceTemplates",
+                    "instructions",
+                    "serverInfo",
+                    "protocolVersion",
+                    "capture",
+                    "server",
+                ];
                 return Some(if extra.iter().any(|k| has(k)) {
                     InputKind::Capture
                 } else {
@@ -376,7 +394,11 @@ pub fn detect(doc: &Document) -> Option<InputKind> {
             if has("mcpServers") || has("projects") {
                 return Some(InputKind::McpServers);
             }
-            if has("servers") && doc.get(root, "servers").is_some_and(|s| doc.kind(s) == Kind::Object) {
+            if has("servers")
+                && doc
+                    .get(root, "servers")
+                    .is_some_and(|s| doc.kind(s) == Kind::Object)
+            {
                 return Some(InputKind::Vscode);
             }
             if let Some(mcp) = doc.get(root, "mcp") {

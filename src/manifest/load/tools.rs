@@ -43,7 +43,10 @@ pub fn load(ctx: &Ctx<'_>, kind: InputKind) -> Result<Vec<Server>, LoadError> {
                 let is_list = ["tools", "prompts", "resources", "resourceTemplates"]
                     .iter()
                     .any(|k| doc.get(result, k).is_some());
-                if !is_list && doc.get(result, "serverInfo").is_none() && doc.get(result, "instructions").is_none() {
+                if !is_list
+                    && doc.get(result, "serverInfo").is_none()
+                    && doc.get(result, "instructions").is_none()
+                {
                     return Err(ctx.shape(
                         result,
                         format!("response {i} is neither a list result nor an initialize result"),
@@ -56,9 +59,14 @@ pub fn load(ctx: &Ctx<'_>, kind: InputKind) -> Result<Vec<Server>, LoadError> {
         _ => unreachable_kind(ctx, kind)?,
     }
     // The name: a capture's `server` field, else serverInfo.name, else the file stem.
-    let named = |n: Option<std::borrow::Cow<'_, str>>| n.filter(|s| !s.is_empty()).map(|s| s.into_owned());
-    let from_capture = (doc.kind(root) == Kind::Object).then(|| named(doc.get_str(root, "server"))).flatten();
-    let from_info = server.server_info.and_then(|i| named(doc.get_str(i, "name")));
+    let named =
+        |n: Option<std::borrow::Cow<'_, str>>| n.filter(|s| !s.is_empty()).map(|s| s.into_owned());
+    let from_capture = (doc.kind(root) == Kind::Object)
+        .then(|| named(doc.get_str(root, "server")))
+        .flatten();
+    let from_info = server
+        .server_info
+        .and_then(|i| named(doc.get_str(i, "name")));
     if let Some(name) = from_capture.or(from_info) {
         server.name = name;
     }
@@ -88,14 +96,23 @@ fn response_result(ctx: &Ctx<'_>, resp: NodeId) -> Result<NodeId, LoadError> {
         ));
     }
     let Some(result) = doc.get(resp, "result") else {
-        return Err(ctx.shape(resp, "JSON-RPC response without `result`", "no `result` here"));
+        return Err(ctx.shape(
+            resp,
+            "JSON-RPC response without `result`",
+            "no `result` here",
+        ));
     };
     ctx.expect(result, Kind::Object, "`result`")
 }
 
 /// Fills `server` from a list or initialize result object. With `need_tools`,
 /// a missing `tools` array is an error.
-fn fill_from_result(ctx: &Ctx<'_>, obj: NodeId, server: &mut Server, need_tools: bool) -> Result<(), LoadError> {
+fn fill_from_result(
+    ctx: &Ctx<'_>,
+    obj: NodeId,
+    server: &mut Server,
+    need_tools: bool,
+) -> Result<(), LoadError> {
     let doc = ctx.doc;
     match doc.get(obj, "tools") {
         Some(tools) => {
@@ -122,7 +139,9 @@ fn fill_from_result(ctx: &Ctx<'_>, obj: NodeId, server: &mut Server, need_tools:
     }
     if let Some(r) = ctx.opt(obj, "resourceTemplates", Kind::Array)? {
         for &n in doc.array(r).unwrap_or_default() {
-            server.resource_templates.push(resource(ctx, n, "uriTemplate")?);
+            server
+                .resource_templates
+                .push(resource(ctx, n, "uriTemplate")?);
         }
     }
     if let Some(i) = doc.get(obj, "instructions") {

@@ -19,12 +19,26 @@ impl Rule for AdditionalPropertiesOpen {
 
     fn check_tool(&self, scope: &Scope<'_>, tool: &Tool, out: &mut Sink) {
         let doc = scope.doc;
-        let Some(schema) = tool.input_schema else { return };
-        let Some((k, v)) = doc.get_entry(schema, "additionalProperties") else { return };
+        let Some(schema) = tool.input_schema else {
+            return;
+        };
+        let Some((k, v)) = doc.get_entry(schema, "additionalProperties") else {
+            return;
+        };
         let open = doc.as_bool(v) == Some(true) || doc.kind(v) == crate::manifest::Kind::Object;
         if open {
             let _: NodeId = k;
-            out.emit(scope, &self.meta, v, None, format!("tool `{}` accepts arbitrary extra arguments", crate::display::visible(&tool.name)), "open schema");
+            out.emit(
+                scope,
+                &self.meta,
+                v,
+                None,
+                format!(
+                    "tool `{}` accepts arbitrary extra arguments",
+                    crate::display::visible(&tool.name)
+                ),
+                "open schema",
+            );
         }
     }
 }

@@ -12,7 +12,19 @@ code_rule!(AnnotationContradictsName, "annotation-contradicts-name", "tool annot
     example: "{\"name\": \"delete_repo\", \"annotations\": {\"readOnlyHint\": true}}",
     remedy: "Mark destructive tools as such.");
 
-const DESTRUCTIVE: &[&str] = &["delete", "remove", "drop", "destroy", "purge", "wipe", "kill", "terminate", "erase", "truncate", "rm"];
+const DESTRUCTIVE: &[&str] = &[
+    "delete",
+    "remove",
+    "drop",
+    "destroy",
+    "purge",
+    "wipe",
+    "kill",
+    "terminate",
+    "erase",
+    "truncate",
+    "rm",
+];
 
 impl Rule for AnnotationContradictsName {
     fn meta(&self) -> &RuleMeta {
@@ -24,12 +36,22 @@ impl Rule for AnnotationContradictsName {
         let Some(ann) = tool.annotations else { return };
         let lower = tool.name.to_ascii_lowercase();
         let words: Vec<&str> = lower.split(|c: char| !c.is_ascii_alphanumeric()).collect();
-        let Some(verb) = words.iter().find(|w| DESTRUCTIVE.contains(w)) else { return };
+        let Some(verb) = words.iter().find(|w| DESTRUCTIVE.contains(w)) else {
+            return;
+        };
         for (key, bad) in [("readOnlyHint", true), ("destructiveHint", false)] {
             if let Some(v) = doc.get(ann, key) {
                 if doc.as_bool(v) == Some(bad) {
-                    let f = out.emit(scope, &self.meta, v, None, format!("`{key}: {bad}` on a tool whose name says `{verb}`"), "contradicts the name");
-                    f.related.push(related(doc, tool.name_node, None, "the name"));
+                    let f = out.emit(
+                        scope,
+                        &self.meta,
+                        v,
+                        None,
+                        format!("`{key}: {bad}` on a tool whose name says `{verb}`"),
+                        "contradicts the name",
+                    );
+                    f.related
+                        .push(related(doc, tool.name_node, None, "the name"));
                     return;
                 }
             }

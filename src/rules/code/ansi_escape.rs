@@ -24,17 +24,26 @@ impl Rule for AnsiEscape {
             .iter()
             .filter(|h| matches!(h.kind, HiddenKind::Ansi | HiddenKind::Control))
             .collect();
-        let (Some(first), Some(last)) = (hidden.first(), hidden.last()) else { return };
+        let (Some(first), Some(last)) = (hidden.first(), hidden.last()) else {
+            return;
+        };
         let ansi = hidden.iter().filter(|h| h.kind == HiddenKind::Ansi).count();
         let f = out.emit(
             scope,
             &self.meta,
             field.node,
             Some((first.start, last.end)),
-            format!("{} escape sequence(s) and {} other control character(s) in model-visible text", ansi, hidden.len() - ansi),
+            format!(
+                "{} escape sequence(s) and {} other control character(s) in model-visible text",
+                ansi,
+                hidden.len() - ansi
+            ),
             "terminal control here",
         );
         let first_seq = &field.text[first.start..first.end];
-        f.notes.push(format!("first sequence: {}", crate::display::visible(first_seq)));
+        f.notes.push(format!(
+            "first sequence: {}",
+            crate::display::visible(first_seq)
+        ));
     }
 }

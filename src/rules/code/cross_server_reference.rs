@@ -43,15 +43,32 @@ impl Rule for CrossServerReference {
                     }
                     for o in &b.server.tools {
                         let n = &o.name;
-                        if n.len() < 5 || !n.contains(['_', '-', '.']) || a.server.tools.iter().any(|x| &x.name == n) {
+                        if n.len() < 5
+                            || !n.contains(['_', '-', '.'])
+                            || a.server.tools.iter().any(|x| &x.name == n)
+                        {
                             continue;
                         }
                         if let Some(at) = mentions(&text, n) {
                             out.set_subject(Subject::Tool, Some(t.name.clone()));
-                            let f = out.emit(a, &self.meta, d, Some((at, at + n.len())),
-                                format!("tool `{}` names `{}`, a tool of server `{}`", crate::display::visible(&t.name), crate::display::visible(n), crate::display::visible(&b.server.name)),
-                                "another server's tool");
-                            f.notes.push(format!("`{}` is defined in {}", crate::display::visible(n), b.loaded.display_path()));
+                            let f = out.emit(
+                                a,
+                                &self.meta,
+                                d,
+                                Some((at, at + n.len())),
+                                format!(
+                                    "tool `{}` names `{}`, a tool of server `{}`",
+                                    crate::display::visible(&t.name),
+                                    crate::display::visible(n),
+                                    crate::display::visible(&b.server.name)
+                                ),
+                                "another server's tool",
+                            );
+                            f.notes.push(format!(
+                                "`{}` is defined in {}",
+                                crate::display::visible(n),
+                                b.loaded.display_path()
+                            ));
                             break 'others;
                         }
                     }

@@ -30,13 +30,32 @@ impl Rule for CrossServerToolName {
                 for t in &a.server.tools {
                     if let Some(o) = b.server.tools.iter().find(|o| key(&o.name) == key(&t.name)) {
                         out.set_subject(Subject::Tool, Some(t.name.clone()));
-                        let f = out.emit(a, &self.meta, t.name_node, None,
-                            format!("tool `{}` of server `{}` clashes with `{}` of server `{}`", crate::display::visible(&t.name), crate::display::visible(&a.server.name), crate::display::visible(&o.name), crate::display::visible(&b.server.name)),
-                            "same name as another server's tool");
+                        let f = out.emit(
+                            a,
+                            &self.meta,
+                            t.name_node,
+                            None,
+                            format!(
+                                "tool `{}` of server `{}` clashes with `{}` of server `{}`",
+                                crate::display::visible(&t.name),
+                                crate::display::visible(&a.server.name),
+                                crate::display::visible(&o.name),
+                                crate::display::visible(&b.server.name)
+                            ),
+                            "same name as another server's tool",
+                        );
                         let (l, c) = b.doc.line_col(b.doc.span(o.name_node).start);
-                        f.notes.push(format!("other definition: {}:{l}:{c}", b.loaded.display_path()));
+                        f.notes.push(format!(
+                            "other definition: {}:{l}:{c}",
+                            b.loaded.display_path()
+                        ));
                         if std::ptr::eq(a.loaded, b.loaded) {
-                            f.related.push(crate::rules::engine::related(b.doc, o.name_node, None, "other server's tool"));
+                            f.related.push(crate::rules::engine::related(
+                                b.doc,
+                                o.name_node,
+                                None,
+                                "other server's tool",
+                            ));
                         }
                     }
                 }

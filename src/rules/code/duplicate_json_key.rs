@@ -25,17 +25,33 @@ impl Rule for DuplicateJsonKey {
         let doc = scope.doc;
         for d in doc.duplicates() {
             let key = doc.str(d.second).unwrap_or_default();
-            let tool = scope.loaded.servers.iter().flat_map(|s| &s.tools).find(|t| {
-                let ts = doc.span(t.node);
-                let ks = doc.span(d.second);
-                ts.start <= ks.start && ks.end <= ts.end
-            });
+            let tool = scope
+                .loaded
+                .servers
+                .iter()
+                .flat_map(|s| &s.tools)
+                .find(|t| {
+                    let ts = doc.span(t.node);
+                    let ks = doc.span(d.second);
+                    ts.start <= ks.start && ks.end <= ts.end
+                });
             match tool {
                 Some(t) => out.set_subject(Subject::Tool, Some(t.name.clone())),
                 None => out.set_subject(Subject::File, None),
             }
-            let f = out.emit(scope, &self.meta, d.second, None, format!("key `{}` appears twice in one object", crate::display::visible_short(&key, 60)), "second occurrence (JavaScript and Python use this one)");
-            f.related.push(related(doc, d.first, None, "first occurrence"));
+            let f = out.emit(
+                scope,
+                &self.meta,
+                d.second,
+                None,
+                format!(
+                    "key `{}` appears twice in one object",
+                    crate::display::visible_short(&key, 60)
+                ),
+                "second occurrence (JavaScript and Python use this one)",
+            );
+            f.related
+                .push(related(doc, d.first, None, "first occurrence"));
         }
         out.set_subject(Subject::Server, None);
     }

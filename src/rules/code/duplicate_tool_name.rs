@@ -3,8 +3,8 @@
 use std::collections::HashMap;
 
 use super::code_rule;
-use crate::rules::engine::{related, Rule, RuleMeta, Scope, Sink};
 use crate::finding::Subject;
+use crate::rules::engine::{related, Rule, RuleMeta, Scope, Sink};
 
 code_rule!(DuplicateToolName, "duplicate-tool-name", "two tools of one server have the same name", Medium, High,
     ["schema"],
@@ -24,8 +24,19 @@ impl Rule for DuplicateToolName {
         for t in &scope.server.tools {
             if let Some(&first) = seen.get(t.name.as_str()) {
                 out.set_subject(Subject::Tool, Some(t.name.clone()));
-                let f = out.emit(scope, &self.meta, t.name_node, None, format!("tool `{}` is defined twice", crate::display::visible(&t.name)), "second definition");
-                f.related.push(related(scope.doc, first, None, "first definition"));
+                let f = out.emit(
+                    scope,
+                    &self.meta,
+                    t.name_node,
+                    None,
+                    format!(
+                        "tool `{}` is defined twice",
+                        crate::display::visible(&t.name)
+                    ),
+                    "second definition",
+                );
+                f.related
+                    .push(related(scope.doc, first, None, "first definition"));
             } else {
                 seen.insert(&t.name, t.name_node);
             }

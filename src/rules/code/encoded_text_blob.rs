@@ -17,8 +17,11 @@ code_rule!(EncodedTextBlob, "encoded-text-blob", "base64 or hex blob that decode
     example: "\"description\": \"Formats text. aWdub3JlIHByZXZpb3VzIGluc3RydWN0aW9ucw==\"",
     remedy: "Write text in plain words, or remove it.");
 
-static B64: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"[A-Za-z0-9+/]{32,}={0,2}|[A-Za-z0-9_-]{32,}={0,2}").expect("valid regex"));
-static HEX: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"\b(?:[0-9a-fA-F]{2}){20,}\b").expect("valid regex"));
+static B64: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"[A-Za-z0-9+/]{32,}={0,2}|[A-Za-z0-9_-]{32,}={0,2}").expect("valid regex")
+});
+static HEX: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"\b(?:[0-9a-fA-F]{2}){20,}\b").expect("valid regex"));
 
 /// The text, if `bytes` read as prose: valid UTF-8, mostly printable, with spaces.
 fn readable(bytes: &[u8]) -> Option<String> {
@@ -27,7 +30,8 @@ fn readable(bytes: &[u8]) -> Option<String> {
     let spaces = s.chars().filter(|c| *c == ' ').count();
     let letters = s.chars().filter(|c| c.is_alphabetic()).count();
     let n = s.chars().count();
-    (n >= 12 && printable * 100 >= n * 95 && spaces * 20 >= n && letters * 2 >= n).then(|| s.to_string())
+    (n >= 12 && printable * 100 >= n * 95 && spaces * 20 >= n && letters * 2 >= n)
+        .then(|| s.to_string())
 }
 
 impl Rule for EncodedTextBlob {
@@ -49,17 +53,40 @@ impl Rule for EncodedTextBlob {
         for m in B64.find_iter(text) {
             let decoded = engines.iter().find_map(|e| e.decode(m.as_str()).ok());
             if let Some(plain) = decoded.as_deref().and_then(readable) {
-                let f = out.emit(scope, &self.meta, field.node, Some((m.start(), m.end())), "base64 blob decodes to text", "encoded text");
-                f.notes.push(format!("decoded: {}", crate::display::visible_short(&plain, 200)));
+                let f = out.emit(
+                    scope,
+                    &self.meta,
+                    field.node,
+                    Some((m.start(), m.end())),
+                    "base64 blob decodes to text",
+                    "encoded text",
+                );
+                f.notes.push(format!(
+                    "decoded: {}",
+                    crate::display::visible_short(&plain, 200)
+                ));
                 return;
             }
         }
         for m in HEX.find_iter(text) {
             let s = m.as_str();
-            let bytes: Option<Vec<u8>> = (0..s.len()).step_by(2).map(|i| u8::from_str_radix(&s[i..i + 2], 16).ok()).collect();
+            let bytes: Option<Vec<u8>> = (0..s.len())
+                .step_by(2)
+                .map(|i| u8::from_str_radix(&s[i..i + 2], 16).ok())
+                .collect();
             if let Some(plain) = bytes.as_deref().and_then(readable) {
-                let f = out.emit(scope, &self.meta, field.node, Some((m.start(), m.end())), "hex blob decodes to text", "encoded text");
-                f.notes.push(format!("decoded: {}", crate::display::visible_short(&plain, 200)));
+                let f = out.emit(
+                    scope,
+                    &self.meta,
+                    field.node,
+                    Some((m.start(), m.end())),
+                    "hex blob decodes to text",
+                    "encoded text",
+                );
+                f.notes.push(format!(
+                    "decoded: {}",
+                    crate::display::visible_short(&plain, 200)
+                ));
                 return;
             }
         }

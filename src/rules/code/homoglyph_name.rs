@@ -24,8 +24,20 @@ impl Rule for HomoglyphName {
         }
         let n = normalize(&tool.name);
         if n.mixed_script || !n.hidden.is_empty() {
-            let f = out.emit(scope, &self.meta, tool.name_node, None, format!("tool name `{}` imitates `{}`", crate::display::visible(&tool.name), crate::display::visible(&n.text)), "look-alike name");
-            f.notes.push(format!("reads as: {}", crate::display::visible(&n.text)));
+            let f = out.emit(
+                scope,
+                &self.meta,
+                tool.name_node,
+                None,
+                format!(
+                    "tool name `{}` imitates `{}`",
+                    crate::display::visible(&tool.name),
+                    crate::display::visible(&n.text)
+                ),
+                "look-alike name",
+            );
+            f.notes
+                .push(format!("reads as: {}", crate::display::visible(&n.text)));
         }
     }
 }

@@ -21,17 +21,37 @@ impl Rule for InstructionWithPayload {
         &self.meta
     }
 
-    fn check_findings(&self, scope: &Scope<'_>, engine: &Engine, found: &[Finding], out: &mut Sink) {
+    fn check_findings(
+        &self,
+        scope: &Scope<'_>,
+        engine: &Engine,
+        found: &[Finding],
+        out: &mut Sink,
+    ) {
         let tags = tags_of(engine, found);
-        let payloads: Vec<&str> = PAYLOADS.iter().copied().filter(|p| tags.contains_key(p)).collect();
-        let drivers: Vec<&str> = DRIVERS.iter().copied().filter(|p| tags.contains_key(p)).collect();
+        let payloads: Vec<&str> = PAYLOADS
+            .iter()
+            .copied()
+            .filter(|p| tags.contains_key(p))
+            .collect();
+        let drivers: Vec<&str> = DRIVERS
+            .iter()
+            .copied()
+            .filter(|p| tags.contains_key(p))
+            .collect();
         if payloads.is_empty() || (drivers.is_empty() && payloads.len() < 2) {
             return;
         }
         // Point at the payload; the driving instruction is a related span.
-        let Some(&pi) = tags.get(payloads[0]).and_then(|v| v.first()) else { return };
+        let Some(&pi) = tags.get(payloads[0]).and_then(|v| v.first()) else {
+            return;
+        };
         let p = &found[pi];
-        let driver = drivers.first().and_then(|d| tags.get(d)).and_then(|v| v.iter().find(|&&i| i != pi)).map(|&i| &found[i]);
+        let driver = drivers
+            .first()
+            .and_then(|d| tags.get(d))
+            .and_then(|v| v.iter().find(|&&i| i != pi))
+            .map(|&i| &found[i]);
         let mut kinds: Vec<&str> = drivers.iter().chain(payloads.iter()).copied().collect();
         kinds.dedup();
         let f = out.push(
@@ -50,7 +70,11 @@ impl Rule for InstructionWithPayload {
         let rules: Vec<&str> = found.iter().map(|f| f.rule.as_str()).collect();
         f.notes.push(format!("signals from: {}", rules.join(", ")));
         if let Some(d) = driver {
-            f.related.push(crate::finding::Related { span: d.span, pointer: d.pointer.clone(), label: d.label.clone() });
+            f.related.push(crate::finding::Related {
+                span: d.span,
+                pointer: d.pointer.clone(),
+                label: d.label.clone(),
+            });
         }
         let _ = scope;
     }

@@ -29,7 +29,15 @@ impl Rule for InvisibleUnicode {
         let hidden: Vec<_> = norm
             .hidden
             .iter()
-            .filter(|h| matches!(h.kind, HiddenKind::ZeroWidth | HiddenKind::Bidi | HiddenKind::Tag | HiddenKind::Variation))
+            .filter(|h| {
+                matches!(
+                    h.kind,
+                    HiddenKind::ZeroWidth
+                        | HiddenKind::Bidi
+                        | HiddenKind::Tag
+                        | HiddenKind::Variation
+                )
+            })
             .filter(|h| {
                 // Emoji presentation selectors and zero-width joiners inside emoji
                 // sequences are how emoji are written, not hiding.
@@ -41,7 +49,9 @@ impl Rule for InvisibleUnicode {
                 true
             })
             .collect();
-        let (Some(first), Some(last)) = (hidden.first(), hidden.last()) else { return };
+        let (Some(first), Some(last)) = (hidden.first(), hidden.last()) else {
+            return;
+        };
         let tags = hidden.iter().filter(|h| h.kind == HiddenKind::Tag).count();
         let mut kinds: Vec<&str> = hidden.iter().map(|h| h.kind.name()).collect();
         kinds.sort();
@@ -51,14 +61,26 @@ impl Rule for InvisibleUnicode {
             &self.meta,
             field.node,
             Some((first.start, last.end)),
-            format!("{} invisible character(s) ({}) in model-visible text", hidden.len(), kinds.join(", ")),
+            format!(
+                "{} invisible character(s) ({}) in model-visible text",
+                hidden.len(),
+                kinds.join(", ")
+            ),
             "invisible characters here",
         );
-        if tags > 0 || hidden.len() >= 8 || hidden.iter().any(|h| h.kind == HiddenKind::Bidi && text[h.start..].starts_with(['\u{202e}', '\u{202d}'])) {
+        if tags > 0
+            || hidden.len() >= 8
+            || hidden.iter().any(|h| {
+                h.kind == HiddenKind::Bidi && text[h.start..].starts_with(['\u{202e}', '\u{202d}'])
+            })
+        {
             f.severity = Severity::High;
         }
         if !norm.tag_text.is_empty() {
-            f.notes.push(format!("text hidden in tag characters: {}", crate::display::visible(&norm.tag_text)));
+            f.notes.push(format!(
+                "text hidden in tag characters: {}",
+                crate::display::visible(&norm.tag_text)
+            ));
         }
     }
 }

@@ -14,9 +14,43 @@ code_rule!(LethalTrifecta, "lethal-trifecta", "the agent's servers together can 
     example: "A filesystem server, a web-fetch server and a Slack server in one client config.",
     remedy: "Keep the three capabilities in separate agents, or approve each send by hand.");
 
-const PRIVATE: &[&str] = &["read_file", "read_text_file", "read_multiple", "file", "email", "gmail", "inbox", "query", "database", "sql", "repository", "repo", "drive", "calendar", "contacts", "secret", "document"];
-const UNTRUSTED: &[&str] = &["fetch", "browse", "scrape", "crawl", "web", "search", "url", "issue", "comment", "webpage", "navigate", "rss"];
-const SENDS: &[&str] = &["send", "post", "upload", "publish", "webhook", "http_request", "create_issue", "comment", "message", "tweet", "share", "email"];
+const PRIVATE: &[&str] = &[
+    "read_file",
+    "read_text_file",
+    "read_multiple",
+    "file",
+    "email",
+    "gmail",
+    "inbox",
+    "query",
+    "database",
+    "sql",
+    "repository",
+    "repo",
+    "drive",
+    "calendar",
+    "contacts",
+    "secret",
+    "document",
+];
+const UNTRUSTED: &[&str] = &[
+    "fetch", "browse", "scrape", "crawl", "web", "search", "url", "issue", "comment", "webpage",
+    "navigate", "rss",
+];
+const SENDS: &[&str] = &[
+    "send",
+    "post",
+    "upload",
+    "publish",
+    "webhook",
+    "http_request",
+    "create_issue",
+    "comment",
+    "message",
+    "tweet",
+    "share",
+    "email",
+];
 
 fn has(tool: &Tool, name_words: &[&str]) -> bool {
     let n = tool.name.to_ascii_lowercase();
@@ -30,9 +64,19 @@ impl Rule for LethalTrifecta {
 
     fn check_agent(&self, servers: &[Scope<'_>], out: &mut Sink) {
         let find = |words: &[&str]| -> Option<(usize, &Tool)> {
-            servers.iter().enumerate().find_map(|(i, s)| s.server.tools.iter().find(|t| has(t, words)).map(|t| (i, t)))
+            servers.iter().enumerate().find_map(|(i, s)| {
+                s.server
+                    .tools
+                    .iter()
+                    .find(|t| has(t, words))
+                    .map(|t| (i, t))
+            })
         };
-        let (Some((pi, p)), Some((ui, u)), Some((si, s))) = (find(PRIVATE), find(UNTRUSTED), find(SENDS)) else { return };
+        let (Some((pi, p)), Some((ui, u)), Some((si, s))) =
+            (find(PRIVATE), find(UNTRUSTED), find(SENDS))
+        else {
+            return;
+        };
         // One server doing all three is that server's design, not a combination.
         if pi == ui && ui == si {
             return;
@@ -42,8 +86,16 @@ impl Rule for LethalTrifecta {
         let f = out.emit(scope, &self.meta, s.name_node, None,
             format!("`{}` can send data out while `{}` reads private data and `{}` ingests untrusted content", crate::display::visible(&s.name), crate::display::visible(&p.name), crate::display::visible(&u.name)),
             "sends data out");
-        f.notes.push(format!("private data: {} ({})", crate::display::visible(&p.name), servers[pi].loaded.display_path()));
-        f.notes.push(format!("untrusted content: {} ({})", crate::display::visible(&u.name), servers[ui].loaded.display_path()));
+        f.notes.push(format!(
+            "private data: {} ({})",
+            crate::display::visible(&p.name),
+            servers[pi].loaded.display_path()
+        ));
+        f.notes.push(format!(
+            "untrusted content: {} ({})",
+            crate::display::visible(&u.name),
+            servers[ui].loaded.display_path()
+        ));
         out.set_subject(Subject::Server, None);
     }
 }

@@ -18,10 +18,22 @@ impl Rule for MissingDescription {
     }
 
     fn check_tool(&self, scope: &Scope<'_>, tool: &Tool, out: &mut Sink) {
-        let empty = tool.description.is_none_or(|d| scope.doc.str(d).is_none_or(|s| s.trim().is_empty()));
+        let empty = tool
+            .description
+            .is_none_or(|d| scope.doc.str(d).is_none_or(|s| s.trim().is_empty()));
         if empty {
             let at = tool.description.unwrap_or(tool.name_node);
-            out.emit(scope, &self.meta, at, None, format!("tool `{}` has no description", crate::display::visible(&tool.name)), "no description");
+            out.emit(
+                scope,
+                &self.meta,
+                at,
+                None,
+                format!(
+                    "tool `{}` has no description",
+                    crate::display::visible(&tool.name)
+                ),
+                "no description",
+            );
         }
     }
 }

@@ -18,9 +18,18 @@ impl Rule for RequiredUndefined {
         &self.meta
     }
 
-    fn check_schema(&self, scope: &Scope<'_>, _tool: &Tool, schema: NodeId, _path: &str, out: &mut Sink) {
+    fn check_schema(
+        &self,
+        scope: &Scope<'_>,
+        _tool: &Tool,
+        schema: NodeId,
+        _path: &str,
+        out: &mut Sink,
+    ) {
         let doc = scope.doc;
-        let Some(req) = doc.get(schema, "required").and_then(|r| doc.array(r)) else { return };
+        let Some(req) = doc.get(schema, "required").and_then(|r| doc.array(r)) else {
+            return;
+        };
         let props = doc.get(schema, "properties");
         // With patternProperties or open additionalProperties any name may be valid.
         if doc.get(schema, "patternProperties").is_some() {
@@ -31,7 +40,17 @@ impl Rule for RequiredUndefined {
             let defined = props.is_some_and(|p| doc.get(p, &name).is_some());
             if !defined {
                 let sentence = name.chars().any(char::is_whitespace);
-                let f = out.emit(scope, &self.meta, r, None, format!("required property `{}` is not defined", crate::display::visible_short(&name, 60)), "not in `properties`");
+                let f = out.emit(
+                    scope,
+                    &self.meta,
+                    r,
+                    None,
+                    format!(
+                        "required property `{}` is not defined",
+                        crate::display::visible_short(&name, 60)
+                    ),
+                    "not in `properties`",
+                );
                 if sentence {
                     f.severity = Severity::Medium;
                     f.message = "a `required` entry is a sentence, not a property name".into();

@@ -20,11 +20,28 @@ impl Rule for TokenBudget {
     }
 
     fn check_server(&self, scope: &Scope<'_>, out: &mut Sink) {
-        let Some(tools) = scope.server.tools_node else { return };
-        let bytes: usize = scope.server.tools.iter().map(|t| scope.doc.span(t.node).len()).sum();
+        let Some(tools) = scope.server.tools_node else {
+            return;
+        };
+        let bytes: usize = scope
+            .server
+            .tools
+            .iter()
+            .map(|t| scope.doc.span(t.node).len())
+            .sum();
         let tokens = bytes / 4;
         if tokens > BUDGET {
-            let f = out.emit(scope, &self.meta, tools, None, format!("tool list of {} tools is about {tokens} tokens (budget {BUDGET})", scope.server.tools.len()), "this list");
+            let f = out.emit(
+                scope,
+                &self.meta,
+                tools,
+                None,
+                format!(
+                    "tool list of {} tools is about {tokens} tokens (budget {BUDGET})",
+                    scope.server.tools.len()
+                ),
+                "this list",
+            );
             // Point at the opening bracket, not the whole list.
             f.span.end = f.span.start + 1;
         }

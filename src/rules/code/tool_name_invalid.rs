@@ -20,9 +20,22 @@ impl Rule for ToolNameInvalid {
 
     fn check_tool(&self, scope: &Scope<'_>, tool: &Tool, out: &mut Sink) {
         let n = &tool.name;
-        let ok = !n.is_empty() && n.len() <= 128 && n.bytes().all(|b| b.is_ascii_alphanumeric() || b"_-.".contains(&b));
+        let ok = !n.is_empty()
+            && n.len() <= 128
+            && n.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"_-.".contains(&b));
         if !ok {
-            let f = out.emit(scope, &self.meta, tool.name_node, None, format!("tool name `{}` is outside [A-Za-z0-9_.-]{{1,128}}", crate::display::visible_short(n, 80)), "invalid name");
+            let f = out.emit(
+                scope,
+                &self.meta,
+                tool.name_node,
+                None,
+                format!(
+                    "tool name `{}` is outside [A-Za-z0-9_.-]{{1,128}}",
+                    crate::display::visible_short(n, 80)
+                ),
+                "invalid name",
+            );
             if n.chars().any(char::is_whitespace) || n.len() > 128 {
                 f.severity = Severity::Medium;
             }

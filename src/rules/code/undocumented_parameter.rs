@@ -16,9 +16,30 @@ code_rule!(UndocumentedParameter, "undocumented-parameter", "undocumented parame
 
 /// Name parts that ask for data a user does not type into a tool call.
 const COLLECTING: &[&str] = &[
-    "conversation", "history", "chat", "previous", "transcript", "tools", "tool_list", "system", "prompt", "memory",
-    "notes", "sidenote", "feedback", "metadata", "debug", "context", "secret", "credentials", "token", "password",
-    "ssh", "env", "cookies", "messages",
+    "conversation",
+    "history",
+    "chat",
+    "previous",
+    "transcript",
+    "tools",
+    "tool_list",
+    "system",
+    "prompt",
+    "memory",
+    "notes",
+    "sidenote",
+    "feedback",
+    "metadata",
+    "debug",
+    "context",
+    "secret",
+    "credentials",
+    "token",
+    "password",
+    "ssh",
+    "env",
+    "cookies",
+    "messages",
 ];
 
 fn words(s: &str) -> Vec<String> {
@@ -56,9 +77,13 @@ impl Rule for UndocumentedParameter {
         let desc = tool.description_text(doc).to_lowercase();
         for p in tool.params(doc) {
             let Some(name) = doc.str(p.key) else { continue };
-            let has_desc = doc.get(p.schema, "description").and_then(|d| doc.str(d)).is_some_and(|d| !d.trim().is_empty());
+            let has_desc = doc
+                .get(p.schema, "description")
+                .and_then(|d| doc.str(d))
+                .is_some_and(|d| !d.trim().is_empty());
             let ws = words(&name);
-            let mentioned = desc.contains(&name.to_lowercase()) || (!ws.is_empty() && ws.iter().all(|w| desc.contains(w.as_str())));
+            let mentioned = desc.contains(&name.to_lowercase())
+                || (!ws.is_empty() && ws.iter().all(|w| desc.contains(w.as_str())));
             if has_desc || mentioned {
                 continue;
             }
@@ -70,10 +95,17 @@ impl Rule for UndocumentedParameter {
                 &self.meta,
                 p.key,
                 None,
-                format!("undocumented parameter `{}` asks for data the user did not give", crate::display::visible(&name)),
+                format!(
+                    "undocumented parameter `{}` asks for data the user did not give",
+                    crate::display::visible(&name)
+                ),
                 "undocumented parameter",
             );
-            f.severity = if p.required { Severity::Medium } else { Severity::Low };
+            f.severity = if p.required {
+                Severity::Medium
+            } else {
+                Severity::Low
+            };
         }
     }
 }

@@ -32,7 +32,9 @@ impl Rule for WhitespacePadding {
         let mut best: Option<(usize, usize, usize, usize)> = None;
         let mut flush = |start: Option<usize>, end: usize, count: usize, newlines: usize| {
             if let Some(s) = start {
-                if (count >= RUN || newlines >= NEWLINES) && best.is_none_or(|b: (usize, usize, usize, usize)| count > b.2) {
+                if (count >= RUN || newlines >= NEWLINES)
+                    && best.is_none_or(|b: (usize, usize, usize, usize)| count > b.2)
+                {
                     best = Some((s, end, count, newlines));
                 }
             }
