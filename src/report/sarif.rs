@@ -93,7 +93,7 @@ pub fn render(report: &Report<'_>) -> String {
             let idx = metas.iter().position(|m| m.id == f.rule);
             let mut text = f.message.clone();
             for n in &f.notes {
-                text.push_str("\n");
+                text.push('\n');
                 text.push_str(n);
             }
             let mut logical = Vec::new();
