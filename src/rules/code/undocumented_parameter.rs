@@ -92,7 +92,9 @@ impl Rule for UndocumentedParameter {
             }
             // Numbers, booleans and enums cannot carry a conversation.
             let ty = doc.get(p.schema, "type").and_then(|t| doc.str(t));
-            let textual = ty.as_deref().is_none_or(|t| t == "string" || t == "object" || t == "array");
+            let textual = ty
+                .as_deref()
+                .is_none_or(|t| t == "string" || t == "object" || t == "array");
             if !textual || doc.get(p.schema, "enum").is_some() {
                 continue;
             }
