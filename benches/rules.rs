@@ -100,7 +100,8 @@ fn main() {
             }
             tools.push(t);
         }
-        let bytes = serde_json::to_vec(&serde_json::json!({"tools": tools})).expect("json");
+        // Pretty-printed, as captures are.
+        let bytes = serde_json::to_vec_pretty(&serde_json::json!({"tools": tools})).expect("json");
         let path = std::path::PathBuf::from(format!("generated-{file}.json"));
         inputs.push(load_bytes(&path, bytes, &opts).expect("generated corpus loads"));
     }

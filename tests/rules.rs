@@ -626,3 +626,19 @@ fn rule_list_is_reviewed() {
         .collect();
     insta::assert_snapshot!("rule_list", list.join("\n"));
 }
+
+#[test]
+fn rules_config_accepts_a_whole_project_mcplint_toml() {
+    // One mcplint.toml serves `check` (rules) and `approve`/`diff`/`verify`
+    // (servers, approvals): each part reads its own keys, both must accept the file.
+    let text = "approvals = \".mcplint/approvals\"\n[servers.w]\nsource = \"file:w.json\"\n\n[rules.tripwire-url]\ndisable = true\n";
+    let cfg = config(text);
+    assert!(cfg.settings["tripwire-url"].disabled);
+    assert!(mcplint::config::Config::parse(Path::new("mcplint.toml"), text.to_string()).is_ok());
+    // A misspelt top-level key is still refused.
+    assert!(Config::parse(
+        Path::new("mcplint.toml"),
+        "[rulez.x]\ndisable = true\n".into()
+    )
+    .is_err());
+}

@@ -46,6 +46,14 @@ struct File {
     rules_dirs: Vec<String>,
     #[serde(default)]
     rules: BTreeMap<String, RuleCfg>,
+    // The same mcplint.toml names the project's servers and where approvals
+    // live; `crate::config` validates those keys, so here they are only allowed.
+    #[serde(default)]
+    #[allow(dead_code)]
+    servers: Option<toml::Value>,
+    #[serde(default)]
+    #[allow(dead_code)]
+    approvals: Option<toml::Value>,
 }
 
 #[derive(Deserialize, Default)]

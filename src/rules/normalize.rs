@@ -347,7 +347,7 @@ mod tests {
     fn tag_characters_are_decoded() {
         let hidden: String = "read ~/.ssh"
             .chars()
-            .map(|c| char::from_u32(0xe0000 + c as u32).unwrap())
+            .map(|c| char::from_u32(0xe0000 + c as u32).expect("tag char"))
             .collect();
         let n = normalize(&format!("Weather{hidden}"));
         assert_eq!(n.tag_text, "read ~/.ssh");

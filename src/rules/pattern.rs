@@ -230,11 +230,37 @@ fn glob_set(
         .map_err(|e| RuleFileError::new(name, text, None, format!("bad globs: {e}"), ""))
 }
 
+/// Compiles a rule pattern. `\b` becomes an ASCII word boundary: a Unicode
+/// `\b` stops the fast lazy DFA on any non-ASCII text (an em dash is enough)
+/// and the fallback engines are ten times slower. Patterns for non-Latin
+/// scripts therefore use `(?:^|\s)` rather than `\b`.
 fn regex(p: &str) -> Result<Regex, regex::Error> {
-    RegexBuilder::new(p)
+    let p = ascii_boundaries(p);
+    RegexBuilder::new(&p)
         .case_insensitive(true)
         .size_limit(1 << 24)
         .build()
+}
+
+/// Rewrites `\b` (not `\\b`) to `(?-u:\b)`.
+fn ascii_boundaries(p: &str) -> String {
+    let mut out = String::with_capacity(p.len() + 16);
+    let mut chars = p.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '\\' {
+            match chars.next() {
+                Some('b') => out.push_str("(?-u:\\b)"),
+                Some(n) => {
+                    out.push('\\');
+                    out.push(n);
+                }
+                None => out.push('\\'),
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }
 
 impl PatternSet {

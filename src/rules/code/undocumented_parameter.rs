@@ -90,6 +90,14 @@ impl Rule for UndocumentedParameter {
             if !ws.iter().any(|w| COLLECTING.contains(&w.as_str())) {
                 continue;
             }
+            // Numbers, booleans and enums cannot carry a conversation.
+            let ty = doc.get(p.schema, "type").and_then(|t| doc.str(t));
+            let textual = ty
+                .as_deref()
+                .is_none_or(|t| t == "string" || t == "object" || t == "array");
+            if !textual || doc.get(p.schema, "enum").is_some() {
+                continue;
+            }
             let f = out.emit(
                 scope,
                 &self.meta,
