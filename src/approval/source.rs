@@ -86,7 +86,9 @@ pub fn current_manifest(cfg: &ServerConfig, opts: &LoadOptions) -> Result<Curren
     };
     let path: &Path = match &cfg.source {
         Source::File(p) | Source::Path(p) => p,
-        Source::Npm { .. } | Source::Pypi { .. } | Source::Url(_) => return fetch_live(cfg, opts),
+        Source::Npm { .. } | Source::Pypi { .. } | Source::Url(_) => {
+            return fetch_live(cfg, &cfg.source_text, Vec::new(), opts)
+        }
     };
     let loaded = load_file(path, opts)?;
     let usable: Vec<usize> = loaded
@@ -97,8 +99,12 @@ pub fn current_manifest(cfg: &ServerConfig, opts: &LoadOptions) -> Result<Curren
         .map(|(i, _)| i)
         .collect();
     if usable.is_empty() {
-        // A server.json or client config: it says how to launch, not what tools.
-        return Err(needs_runner());
+        // A server.json or client config says how to launch, not what tools:
+        // fetch the pinned package it names with the runner.
+        return match package_source(&loaded, &cfg.name) {
+            Some((source_text, env)) => fetch_live(cfg, &source_text, env, opts),
+            None => Err(needs_runner()),
+        };
     }
     let index = if usable.len() == 1 {
         usable[0]
@@ -126,14 +132,56 @@ pub fn current_manifest(cfg: &ServerConfig, opts: &LoadOptions) -> Result<Curren
     })
 }
 
+/// The runner source (`npm:ID@VERSION`, `pypi:ID==VERSION`) of the npm or PyPI
+/// package a launch spec names (the server called `name` when there are
+/// several), with a placeholder for each environment variable it declares:
+/// a server is never given a real credential.
+fn package_source(loaded: &Loaded, name: &str) -> Option<(String, Vec<(String, String)>)> {
+    let launches: Vec<&crate::manifest::Launch> = loaded
+        .servers
+        .iter()
+        .filter_map(|s| s.launch.as_ref())
+        .collect();
+    let pick = loaded
+        .servers
+        .iter()
+        .find(|s| s.name == name)
+        .and_then(|s| s.launch.as_ref())
+        .or_else(|| launches.iter().copied().find(|l| l.package.is_some()))?;
+    let pkg = pick.package.as_ref()?;
+    let version = &pkg.version.as_ref()?.value;
+    let source = match pkg.registry.as_str() {
+        "npm" => format!("npm:{}@{version}", pkg.identifier.value),
+        "pypi" => format!("pypi:{}=={version}", pkg.identifier.value),
+        _ => return None,
+    };
+    let env = pick
+        .env
+        .iter()
+        .map(|e| {
+            (
+                e.name.value.clone(),
+                format!("mcplint-placeholder-{}", e.name.value),
+            )
+        })
+        .collect();
+    Some((source, env))
+}
+
 /// Fetches a package or remote source with the runner (a throwaway microVM for
 /// packages, plain HTTPS for remote servers) and loads the capture it returns.
-fn fetch_live(cfg: &ServerConfig, opts: &LoadOptions) -> Result<Current, SourceError> {
+/// `env` comes first; the server's own `env` from mcplint.toml overrides it.
+fn fetch_live(
+    cfg: &ServerConfig,
+    source_text: &str,
+    mut env: Vec<(String, String)>,
+    opts: &LoadOptions,
+) -> Result<Current, SourceError> {
     use crate::runner::{self, FetchOptions, Sandbox, Target};
     let fail = |message: String| SourceError::Fetch {
         server: cfg.name.clone(),
         source_text: cfg.source_text.clone(),
-        message: crate::display::visible(&message),
+        message: crate::display::visible_with(&message, true),
     };
     if !cfg.allow_hosts.is_empty() {
         return Err(fail(
@@ -141,7 +189,9 @@ fn fetch_live(cfg: &ServerConfig, opts: &LoadOptions) -> Result<Current, SourceE
         ));
     }
     let source =
-        runner::source::Source::parse(&cfg.source_text, false).map_err(|e| fail(e.to_string()))?;
+        runner::source::Source::parse(source_text, false).map_err(|e| fail(e.to_string()))?;
+    env.retain(|(k, _)| !cfg.env.contains_key(k));
+    env.extend(cfg.env.iter().map(|(k, v)| (k.clone(), v.clone())));
     let fetch_opts = FetchOptions {
         sandbox: Sandbox::Microvm,
         client: runner::client::ClientOptions::default(),
@@ -151,15 +201,14 @@ fn fetch_live(cfg: &ServerConfig, opts: &LoadOptions) -> Result<Current, SourceE
             cpus: 1,
         },
         accel: runner::vm::AccelChoice::Auto,
-        env: cfg
-            .env
-            .iter()
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect(),
+        env,
         server_args: cfg.args.clone(),
         headers: Vec::new(),
-        source_text: cfg.source_text.clone(),
-        notes: vec![format!("fetched for mcplint.toml server `{}`", cfg.name)],
+        source_text: source_text.to_string(),
+        notes: vec![format!(
+            "fetched for mcplint.toml server `{}` ({})",
+            cfg.name, cfg.source_text
+        )],
     };
     let capture =
         runner::fetch(&Target::Source(source), &fetch_opts).map_err(|e| fail(e.to_string()))?;
@@ -169,7 +218,7 @@ fn fetch_live(cfg: &ServerConfig, opts: &LoadOptions) -> Result<Current, SourceE
         .and_then(|i| i.as_str())
         .map(str::to_owned);
     let bytes = serde_json::to_vec_pretty(&capture).map_err(|e| fail(e.to_string()))?;
-    let label = Path::new(&cfg.source_text).to_path_buf();
+    let label = Path::new(source_text).to_path_buf();
     let loaded = crate::manifest::load::load_bytes(&label, bytes, opts)?;
     if loaded.servers.is_empty() {
         return Err(fail("the capture holds no server".into()));
@@ -179,4 +228,42 @@ fn fetch_live(cfg: &ServerConfig, opts: &LoadOptions) -> Result<Current, SourceE
         index: 0,
         integrity,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_server_json_names_its_pinned_package_with_placeholders() {
+        let text = br#"{"name":"io.github.x/weather","description":"d","version":"1.4.2",
+          "packages":[{"registryType":"npm","identifier":"@acme/weather-mcp","version":"1.4.2",
+            "transport":{"type":"stdio"},
+            "environmentVariables":[{"name":"WEATHER_KEY","isSecret":true}]}]}"#;
+        let loaded = crate::manifest::load::load_bytes(
+            Path::new("server.json"),
+            text.to_vec(),
+            &LoadOptions::default(),
+        )
+        .expect("loads");
+        let (source, env) = package_source(&loaded, "weather").expect("a package");
+        assert_eq!(source, "npm:@acme/weather-mcp@1.4.2");
+        assert_eq!(
+            env,
+            vec![(
+                "WEATHER_KEY".to_string(),
+                "mcplint-placeholder-WEATHER_KEY".to_string()
+            )]
+        );
+        // An OCI image is not something the runner can boot.
+        let oci = br#"{"name":"io.github.x/w","description":"d","version":"1",
+          "packages":[{"registryType":"oci","identifier":"ghcr.io/x/w","version":"1","transport":{"type":"stdio"}}]}"#;
+        let loaded = crate::manifest::load::load_bytes(
+            Path::new("server.json"),
+            oci.to_vec(),
+            &LoadOptions::default(),
+        )
+        .expect("loads");
+        assert!(package_source(&loaded, "w").is_none());
+    }
 }
