@@ -526,6 +526,9 @@ fn edge_cases_match_the_oracles() {
         r#"{"jsonrpc":"2.0","id":1,"result":{"tools":[]}}"#,
         "[{\"name\":\"e\",\"big\":1e999999,\"small\":0.000000000000000000000000001,\"n\":-0}]",
         r#"[{"name":"f","__proto__":{"a":1},"constructor":"x","10":1,"9":2,"1":3}]"#,
+        // Exactly halfway between two shortest candidates (found by the
+        // property test): both languages take the even digit.
+        r#"[{"name":"t","x":931443840231012.2,"y":931443840231012.25,"z":[1125899906842624.5,1125899906842624.75,-281474976710656.125]}]"#,
         // Names sharing 16-byte prefixes, NULs, prefixes of each other.
         r#"[{"name":"abcdefghijklmnopqrstuvwxyz2"},{"name":"abcdefghijklmnopqrstuvwxyz1"},{"name":"abcdefghijklmnop"},{"name":"abcdefghijklmnop\u0000"},{"name":"abcdefghijklmno"},{"name":"a\u0000b"},{"name":"a"},{"name":"abcdefghijklmnop\ud83d\ude00"},{"name":"abcdefghijklmnop\uff21"}]"#,
     ];
