@@ -498,13 +498,22 @@ fn shortest_digits(x: f64) -> (String, i32) {
     // cheap (k+1)-digit rounding rules most values out before the exact
     // expansion (at most 767 significant digits for a double) is computed.
     let near = format!("{x:.k$e}");
-    let near_digits: String = near.split('e').next().unwrap_or("").chars().filter(|c| c.is_ascii_digit()).collect();
+    let near_digits: String = near
+        .split('e')
+        .next()
+        .unwrap_or("")
+        .chars()
+        .filter(|c| c.is_ascii_digit())
+        .collect();
     if near_digits.ends_with('5') {
         let exact = format!("{x:.800e}");
         let (em, ee) = exact.split_once('e').unwrap_or((&exact, "0"));
         let exact_digits: String = em.chars().filter(|c| c.is_ascii_digit()).collect();
         let exact_digits = exact_digits.trim_end_matches('0');
-        if exact_digits.len() == k + 1 && exact_digits.ends_with('5') && ee.parse::<i32>().ok() == Some(exp) {
+        if exact_digits.len() == k + 1
+            && exact_digits.ends_with('5')
+            && ee.parse::<i32>().ok() == Some(exp)
+        {
             let lower = &exact_digits[..k];
             let last = lower.as_bytes()[k - 1] - b'0';
             let even = if last % 2 == 0 {
