@@ -66,9 +66,17 @@ fuzz_target!(|data: &[u8]| {
                 let nodes: Vec<_> = server.tools.iter().map(|t| t.node).collect();
                 // Fingerprinting dominates the cost of an execution: check one
                 // scheme's `--check` path per input, chosen by the input.
-                let scheme = if body.len() % 2 == 0 { Scheme::Ts } else { Scheme::Python };
+                let scheme = if body.len() % 2 == 0 {
+                    Scheme::Ts
+                } else {
+                    Scheme::Python
+                };
                 let fp = server_fingerprint(doc, server, scheme);
-                let hex = if body.len() % 3 == 0 { fp.full() } else { fp.short() };
+                let hex = if body.len() % 3 == 0 {
+                    fp.full()
+                } else {
+                    fp.short()
+                };
                 let got = matches(doc, &nodes, &hex);
                 assert!(got.is_some(), "{scheme} fingerprint {hex} not accepted");
                 // ts is tried first; a python match may be reported as ts only
@@ -96,20 +104,44 @@ fn check_error(path: &Path, e: LoadError) {
     miette::GraphicalReportHandler::new_themed(miette::GraphicalTheme::unicode_nocolor())
         .render_report(&mut out, report.as_ref())
         .expect("render");
-    assert!(out.contains(&path.display().to_string()), "report does not name the file:\n{out}");
+    assert!(
+        out.contains(&path.display().to_string()),
+        "report does not name the file:\n{out}"
+    );
     if let Some(c) = out.chars().find(|&c| c.is_control() && c != '\n') {
-        panic!("raw control character U+{:04X} in the report:\n{out:?}", c as u32);
+        panic!(
+            "raw control character U+{:04X} in the report:\n{out:?}",
+            c as u32
+        );
     }
 }
 
 /// The ts canonical form is strict JSON whose canonical form is itself.
 fn check_canonical(doc: &Document, node: u32) {
     let ts = canonical(doc, node, Scheme::Ts);
-    let again = Document::parse(ts.clone(), &ParseOptions { max_depth: 100_000, ..ParseOptions::default() })
-        .unwrap_or_else(|e| panic!("ts canonical form is not JSON ({e}): {:?}", String::from_utf8_lossy(&ts)));
-    assert!(again.duplicates().is_empty(), "canonical form has duplicate keys");
+    let again = Document::parse(
+        ts.clone(),
+        &ParseOptions {
+            max_depth: 100_000,
+            ..ParseOptions::default()
+        },
+    )
+    .unwrap_or_else(|e| {
+        panic!(
+            "ts canonical form is not JSON ({e}): {:?}",
+            String::from_utf8_lossy(&ts)
+        )
+    });
+    assert!(
+        again.duplicates().is_empty(),
+        "canonical form has duplicate keys"
+    );
     let ts2 = canonical(&again, again.root(), Scheme::Ts);
-    assert_eq!(String::from_utf8_lossy(&ts), String::from_utf8_lossy(&ts2), "ts canonical form is not a fixed point");
+    assert_eq!(
+        String::from_utf8_lossy(&ts),
+        String::from_utf8_lossy(&ts2),
+        "ts canonical form is not a fixed point"
+    );
     let py = canonical(doc, node, Scheme::Python);
     assert!(py.is_ascii(), "python canonical form is not ASCII");
 }
@@ -123,7 +155,9 @@ fn check_nodes(doc: &Document) {
         assert!(span.start <= span.end && span.end <= doc.text().len());
         if unambiguous && id % 7 == 0 {
             let p = doc.pointer(id);
-            let back = doc.resolve(&p).unwrap_or_else(|| panic!("pointer {p:?} of node {id} does not resolve"));
+            let back = doc
+                .resolve(&p)
+                .unwrap_or_else(|| panic!("pointer {p:?} of node {id} does not resolve"));
             // For an object key, the pointer is its value's, the next node.
             let ok = back == id || (doc.kind(id) == Kind::String && back == id + 1);
             assert!(ok, "pointer {p:?} of node {id} resolves to {back}");
@@ -134,17 +168,36 @@ fn check_nodes(doc: &Document) {
         let text = doc.str(id).expect("string node decodes");
         let len = text.len();
         let chars = text.chars().count();
-        for (a, b) in [(0, len), (0, 0), (len / 3, len / 2), (len / 2, len), (1, len + 5), (len, len)] {
+        for (a, b) in [
+            (0, len),
+            (0, 0),
+            (len / 3, len / 2),
+            (len / 2, len),
+            (1, len + 5),
+            (len, len),
+        ] {
             let r = doc.raw_span_of_decoded(id, a..b);
             assert!(r.start <= r.end, "reversed span {r:?}");
-            assert!(span.start < r.start + 1 && r.end < span.end, "span {r:?} outside string {span:?}");
-            if !doc.is_escaped(id) && a <= b && b <= len && text.is_char_boundary(a) && text.is_char_boundary(b) {
+            assert!(
+                span.start < r.start + 1 && r.end < span.end,
+                "span {r:?} outside string {span:?}"
+            );
+            if !doc.is_escaped(id)
+                && a <= b
+                && b <= len
+                && text.is_char_boundary(a)
+                && text.is_char_boundary(b)
+            {
                 assert_eq!(&doc.text()[r.range()], &text[a..b]);
             }
         }
         // The whole decoded text maps to everything between the quotes.
         let r = doc.raw_span_of_chars(id, 0..chars);
-        assert_eq!((r.start, r.end), (span.start + 1, span.end - 1), "whole-string span");
+        assert_eq!(
+            (r.start, r.end),
+            (span.start + 1, span.end - 1),
+            "whole-string span"
+        );
     }
     // line_col is linear in the offset: once, at the end, is enough.
     let (line, col) = doc.line_col(doc.text().len());
