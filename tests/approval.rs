@@ -889,6 +889,7 @@ fn benign_captures_round_trip_through_approvals() {
                 server: "s".into(),
                 source: None,
                 integrity: None,
+                package: None,
                 approved_at: store::rfc3339(0),
                 approved_by: "test".into(),
                 reason: "round trip".into(),

@@ -135,6 +135,25 @@ pub fn check_config(
                 continue;
             }
         };
+        // A server.json source keeps its pin inside that file: compare the
+        // package it resolves to now with the one approved.
+        if approval.meta.package.is_some() && current.package != approval.meta.package {
+            let mut c = server_change(
+                &sc.name,
+                ChangeKind::PinChanged,
+                format!(
+                    "`{}` now names `{}`, approved as `{}`, without a new approval",
+                    sc.source_text,
+                    current.package.as_deref().unwrap_or("(no package)"),
+                    approval.meta.package.as_deref().unwrap_or("(none)"),
+                ),
+            );
+            c.path = "/package".into();
+            c.before = approval.meta.package.clone().map(serde_json::Value::String);
+            c.after = current.package.clone().map(serde_json::Value::String);
+            c.after_location = Some(location(&cfg_file, &cfg.text, sc.source_span));
+            out.changes.push(c);
+        }
         if mode == Mode::Verify {
             let now = Fingerprints::of(&current.loaded.doc, current.server());
             if approval.meta.fingerprints.matches(&now) {

@@ -20,6 +20,8 @@ pub struct Current {
     pub index: usize,
     /// The package artifact's integrity hash, when the source gives one.
     pub integrity: Option<String>,
+    /// The package a launch-spec source resolved to (`npm:ID@VERSION`).
+    pub package: Option<String>,
 }
 
 impl Current {
@@ -102,7 +104,11 @@ pub fn current_manifest(cfg: &ServerConfig, opts: &LoadOptions) -> Result<Curren
         // A server.json or client config says how to launch, not what tools:
         // fetch the pinned package it names with the runner.
         return match package_source(&loaded, &cfg.name) {
-            Some((source_text, env)) => fetch_live(cfg, &source_text, env, opts),
+            Some((source_text, env)) => {
+                let mut current = fetch_live(cfg, &source_text, env, opts)?;
+                current.package = Some(source_text);
+                Ok(current)
+            }
             None => Err(needs_runner()),
         };
     }
@@ -129,6 +135,7 @@ pub fn current_manifest(cfg: &ServerConfig, opts: &LoadOptions) -> Result<Curren
         loaded,
         index,
         integrity,
+        package: None,
     })
 }
 
@@ -227,6 +234,7 @@ fn fetch_live(
         loaded,
         index: 0,
         integrity,
+        package: None,
     })
 }
 

@@ -15,6 +15,7 @@
 //!   "approved_by": "Ada <ada@example.com>",
 //!   "reason": "reviewed every tool description",
 //!   "fingerprints": { "ts": "…64 hex…", "python": "…", "context_ts": "…", "context_python": "…" },
+//!   "package": "npm:weather-mcp@1.4.2",   (only for a server.json source: what it resolved to)
 //!   "instructions": null,
 //!   "prompts": [], "resources": [], "resourceTemplates": [],
 //!   "tools": [ … sorted by name, keys sorted … ]
@@ -85,6 +86,10 @@ pub struct ApprovalMeta {
     pub source: Option<String>,
     /// The package artifact's integrity hash, when the registry gave one.
     pub integrity: Option<String>,
+    /// The package a launch-spec source (a `server.json`) resolved to when it
+    /// was approved (`npm:ID@VERSION`), so a version bump inside the
+    /// `server.json` is a moved pin. Written only when set.
+    pub package: Option<String>,
     /// When (UTC, RFC 3339).
     pub approved_at: String,
     /// Who.
@@ -280,6 +285,9 @@ pub fn render(doc: &Document, server: &Server, meta: &ApprovalMeta) -> String {
         meta.fingerprints.context_ts,
         meta.fingerprints.context_python,
     );
+    if let Some(package) = &meta.package {
+        let _ = write!(w.out, "\n  \"package\": {},", json_string(package));
+    }
     if let Some(info) = server.server_info {
         w.out.push_str("\n  \"serverInfo\": ");
         w.value(info, 1);
@@ -485,6 +493,7 @@ fn load_text(path: &Path, text: String, opts: &LoadOptions) -> Result<Approval, 
         server: req_str("server")?,
         source: opt_str("source")?,
         integrity: opt_str("integrity")?,
+        package: opt_str("package")?,
         approved_at: req_str("approved_at")?,
         approved_by: req_str("approved_by")?,
         reason: req_str("reason")?,
@@ -582,6 +591,7 @@ mod tests {
             server: "s".into(),
             source: Some("file:x.json".into()),
             integrity: None,
+            package: None,
             approved_at: rfc3339(0),
             approved_by: "t".into(),
             reason: "r".into(),
@@ -624,5 +634,28 @@ mod tests {
         let text = render(&l.doc, &l.servers[0], &meta(&l.doc, &l.servers[0]));
         let edited = text.replace("\"x\"", "\"y\"");
         assert!(load_text(Path::new("a.json"), edited, &LoadOptions::default()).is_err());
+    }
+
+    #[test]
+    fn the_resolved_package_of_a_launch_spec_round_trips() {
+        let src = r#"{"tools":[{"name":"a","description":"x"}]}"#;
+        let l = load_bytes(
+            Path::new("t.json"),
+            src.as_bytes().to_vec(),
+            &LoadOptions::default(),
+        )
+        .expect("loads");
+        let mut m = meta(&l.doc, &l.servers[0]);
+        let plain = render(&l.doc, &l.servers[0], &m);
+        assert!(!plain.contains("\"package\""), "written only when set");
+        m.package = Some("npm:@acme/weather-mcp@1.4.2".into());
+        let text = render(&l.doc, &l.servers[0], &m);
+        let a = load_text(Path::new("a.json"), text, &LoadOptions::default()).expect("reloads");
+        assert_eq!(
+            a.meta.package.as_deref(),
+            Some("npm:@acme/weather-mcp@1.4.2")
+        );
+        let a = load_text(Path::new("a.json"), plain, &LoadOptions::default()).expect("reloads");
+        assert_eq!(a.meta.package, None);
     }
 }

@@ -180,6 +180,7 @@ fn run_inner(args: &Args, opts: &LoadOptions) -> miette::Result<i32> {
             server: sc.name.clone(),
             source: Some(sc.source_text.clone()),
             integrity: current.integrity.clone(),
+            package: current.package.clone(),
             approved_at: store::now_rfc3339(),
             approved_by: by.clone(),
             reason: reason.to_string(),
