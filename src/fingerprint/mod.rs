@@ -15,7 +15,7 @@
 //! | `1e400` | `null` | `Infinity` |
 //!
 //! So `café` or `1.0` anywhere in a tool list gives two different fingerprints;
-//! mcplint computes both and accepts either when it checks one ([`matches`]).
+//! mcplint computes both and accepts either when it checks one ([`matches()`]).
 //!
 //! Both encoders work from the raw JSON text, not from decoded Rust strings, so
 //! escaped lone surrogates (which both languages accept) survive exactly, and
