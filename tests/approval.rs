@@ -598,16 +598,18 @@ fn stale_approvals_and_moved_pins_are_reported() {
 }
 
 #[test]
-fn launch_spec_sources_are_refused_with_a_reason() {
-    let dir = project("[servers.gh]\nsource = \"server.json\"\n");
-    std::fs::copy(
-        concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/tests/fixtures/loaders/server-json/server.json"
-        ),
+fn launch_specs_the_runner_cannot_boot_are_refused_with_a_reason() {
+    // A server.json naming an npm or PyPI package is fetched through the
+    // runner; an OCI image (or a client config) cannot be booted, so approving
+    // it must fail clearly rather than approve nothing.
+    let dir = project("[servers.w]\nsource = \"server.json\"\n");
+    std::fs::write(
         dir.path().join("server.json"),
+        r#"{"name":"io.github.x/w","description":"d","version":"1",
+            "packages":[{"registryType":"oci","identifier":"ghcr.io/x/w","version":"1",
+                         "transport":{"type":"stdio"}}]}"#,
     )
-    .expect("copy fixture");
+    .expect("write server.json");
     let o = mcplint(dir.path(), &["approve", "--reason", "r", "--by", "T"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("is a launch spec"), "{}", stderr(&o));

@@ -1002,3 +1002,52 @@ fn hostile_names_are_made_visible_in_errors_and_output() {
     assert!(!out.contains('\u{1b}'), "raw escape in {out:?}");
     assert!(out.contains("server evil⟨ESC⟩[31m"), "{out}");
 }
+
+/// Every manifest in corpus/ is a capture written by mcplint's runner, with its
+/// provenance, and fingerprints like the shared capture of the same version.
+#[test]
+fn corpus_captures_load_and_match_the_shared_captures() {
+    let corpus = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("corpus");
+    let shared = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/datasets/benign");
+    let mut seen = 0;
+    for entry in std::fs::read_dir(&corpus).expect("corpus/ exists") {
+        let path = entry.expect("entry").path();
+        if path.extension().and_then(|e| e.to_str()) != Some("json") {
+            continue;
+        }
+        seen += 1;
+        let l = mcplint::manifest::load::load_file(&path, &Default::default())
+            .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        assert_eq!(
+            l.kind,
+            mcplint::manifest::InputKind::Capture,
+            "{}",
+            path.display()
+        );
+        let capture = l
+            .doc
+            .get(l.doc.root(), "capture")
+            .expect("provenance block");
+        for key in ["source", "resolved_version", "integrity", "sandbox"] {
+            assert!(
+                l.doc.get(capture, key).is_some(),
+                "{}: no {key}",
+                path.display()
+            );
+        }
+        let twin = shared.join(path.file_name().expect("name"));
+        if twin.exists() {
+            let s = mcplint::manifest::load::load_file(&twin, &Default::default())
+                .expect("shared loads");
+            for scheme in mcplint::fingerprint::Scheme::ALL {
+                assert_eq!(
+                    mcplint::fingerprint::server_fingerprint(&l.doc, &l.servers[0], scheme),
+                    mcplint::fingerprint::server_fingerprint(&s.doc, &s.servers[0], scheme),
+                    "{} ({scheme})",
+                    path.display()
+                );
+            }
+        }
+    }
+    assert!(seen >= 2, "corpus/ holds {seen} captures");
+}
