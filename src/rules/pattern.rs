@@ -144,6 +144,9 @@ pub struct PatternRule {
     applies: Option<GlobSet>,
     tools: Option<GlobSet>,
     regexes: Vec<Regex>,
+    /// For each of `regexes`, its index among the set's gated patterns, when
+    /// every match of it starts with one of a finite set of literals.
+    gates: Vec<Option<usize>>,
     unless: Vec<Regex>,
     /// Lower-case literals of which every match contains at least one (empty:
     /// the rule's patterns always run).
@@ -165,10 +168,23 @@ impl PatternRule {
 
     /// [`PatternRule::find`] without the keyword check (the caller did it).
     fn find_unguarded(&self, text: &str) -> Option<(usize, usize)> {
+        self.find_gated(text, None)
+    }
+
+    /// Like [`PatternRule::find_unguarded`], but with `present` (the gated
+    /// patterns whose prefix literals occur in `text`) skips the regexes that
+    /// cannot match. Skipping a regex that would return `None` leaves the
+    /// leftmost match, and the first pattern among equals, unchanged.
+    fn find_gated(&self, text: &str, present: Option<&[bool]>) -> Option<(usize, usize)> {
         let m = self
             .regexes
             .iter()
-            .filter_map(|r| r.find(text))
+            .zip(&self.gates)
+            .filter(|(_, g)| match (present, g) {
+                (Some(p), Some(g)) => p[*g],
+                _ => true,
+            })
+            .filter_map(|(r, _)| r.find(text))
             .min_by_key(|m| m.start())?;
         if self.unless.iter().any(|u| u.is_match(text)) {
             return None;
@@ -199,6 +215,42 @@ pub struct PatternSet {
     owner: Vec<usize>,
     /// Rules without keywords: always candidates.
     always: Vec<usize>,
+    /// Every gated pattern's prefix literals: one pass over a field tells which
+    /// patterns can match at all (`None` when no pattern is gated).
+    prefixes: Option<AhoCorasick>,
+    /// Gated pattern index of each prefix literal.
+    prefix_owner: Vec<usize>,
+    /// Number of gated patterns.
+    gated: usize,
+}
+
+/// The literals every match of `pattern` (as compiled by [`regex`]) starts
+/// with, or `None` if they cannot be bounded (a large class, an empty
+/// alternative, too many case variants). Prefixes are exact or truncated; either
+/// way a text without any of them has no match.
+fn prefix_literals(pattern: &str) -> Option<Vec<Vec<u8>>> {
+    let hir = regex_syntax::ParserBuilder::new()
+        .case_insensitive(true)
+        .build()
+        .parse(&ascii_boundaries(pattern))
+        .ok()?;
+    let seq = regex_syntax::hir::literal::Extractor::new().extract(&hir);
+    let lits = seq.literals()?;
+    if lits.is_empty() || lits.iter().any(|l| l.as_bytes().is_empty()) {
+        return None;
+    }
+    // Normalised text has no ASCII upper case (see [`PatternSet::present`]),
+    // so the case variants with an upper-case letter can never occur there:
+    // dropping them keeps the automaton small.
+    let mut out: Vec<Vec<u8>> = lits
+        .iter()
+        .map(|l| l.as_bytes())
+        .filter(|b| !b.iter().any(u8::is_ascii_uppercase))
+        .map(<[u8]>::to_vec)
+        .collect();
+    out.sort();
+    out.dedup();
+    Some(out)
 }
 
 fn glob_set(
@@ -296,6 +348,9 @@ impl PatternSet {
     /// Compiles rule files. Any broken file is an error with a span into it.
     pub fn compile(sources: Vec<(String, String, Origin)>) -> Result<PatternSet, RuleFileError> {
         let mut rules = Vec::new();
+        let mut prefix_lits: Vec<Vec<u8>> = Vec::new();
+        let mut prefix_owner = Vec::new();
+        let mut gated = 0usize;
         for (name, text, origin) in sources {
             let f: RuleFile = toml::from_str(&text).map_err(|e| {
                 let span = e.span();
@@ -327,7 +382,16 @@ impl PatternSet {
                 ));
             }
             let mut regexes = Vec::new();
+            let mut gates = Vec::new();
             for p in &f.patterns {
+                gates.push(prefix_literals(p.get_ref()).map(|l| {
+                    for lit in l {
+                        prefix_lits.push(lit);
+                        prefix_owner.push(gated);
+                    }
+                    gated += 1;
+                    gated - 1
+                }));
                 regexes.push(regex(p.get_ref()).map_err(|e| {
                     RuleFileError::new(
                         &name,
@@ -369,6 +433,7 @@ impl PatternSet {
                 applies,
                 tools,
                 regexes,
+                gates,
                 unless,
                 keywords: f.keywords.iter().map(|k| k.to_lowercase()).collect(),
                 tests: f.tests,
@@ -393,11 +458,29 @@ impl PatternSet {
             .map_err(|e| {
                 RuleFileError::plain("rules", format!("cannot build the keyword prefilter: {e}"))
             })?;
+        let prefixes = if prefix_lits.is_empty() {
+            None
+        } else {
+            Some(
+                AhoCorasick::builder()
+                    .match_kind(MatchKind::Standard)
+                    .build(&prefix_lits)
+                    .map_err(|e| {
+                        RuleFileError::plain(
+                            "rules",
+                            format!("cannot build the pattern prefilter: {e}"),
+                        )
+                    })?,
+            )
+        };
         Ok(PatternSet {
             rules,
             keywords,
             owner,
             always,
+            prefixes,
+            prefix_owner,
+            gated,
         })
     }
 
@@ -429,6 +512,23 @@ impl PatternSet {
             .collect()
     }
 
+    /// For each gated pattern, whether one of its prefix literals occurs in `text`.
+    fn present(&self, text: &str) -> Vec<bool> {
+        // Upper-case variants were dropped from the literals; text that is not
+        // fully lower case (not normalised) runs every pattern instead.
+        if text.bytes().any(|b| b.is_ascii_uppercase()) {
+            return vec![true; self.gated];
+        }
+        let mut p = vec![false; self.gated];
+        if let Some(ac) = &self.prefixes {
+            // Overlapping: every occurrence, so one literal cannot hide another.
+            for m in ac.find_overlapping_iter(text) {
+                p[self.prefix_owner[m.pattern().as_usize()]] = true;
+            }
+        }
+        p
+    }
+
     /// Matches one field and reports into `out`. One finding per rule per field.
     pub fn check(
         &self,
@@ -446,12 +546,15 @@ impl PatternSet {
                     .as_ref()
                     .is_none_or(|g| tool.is_some_and(|t| g.is_match(t)))
         };
+        // Which gated patterns can match, computed once per field on first need.
+        let mut present: Option<Vec<bool>> = None;
         for i in self.candidates(&norm.text) {
             let r = &self.rules[i];
             if !applies(r) {
                 continue;
             }
-            if let Some((s, e)) = r.find_unguarded(&norm.text) {
+            let present = present.get_or_insert_with(|| self.present(&norm.text));
+            if let Some((s, e)) = r.find_gated(&norm.text, Some(present)) {
                 let (ds, de) = norm.to_decoded(s, e);
                 out.emit(
                     scope,
@@ -518,5 +621,47 @@ impl PatternSet {
             }
         }
         fails
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The prefix gate never changes a result: on every built-in rule's own
+    /// test texts, the gated search equals the plain one, and most patterns
+    /// are gated (otherwise the gate is useless).
+    #[test]
+    fn prefix_gate_is_exact() {
+        let set = PatternSet::compile(PatternSet::builtin_sources()).expect("rules compile");
+        let total: usize = set.rules.iter().map(|r| r.regexes.len()).sum();
+        assert!(
+            set.gated * 2 > total,
+            "only {} of {total} patterns gated",
+            set.gated
+        );
+        for r in &set.rules {
+            for t in r.tests.matches.iter().chain(&r.tests.no_match) {
+                let n = normalize(t);
+                let present = set.present(&n.text);
+                assert_eq!(
+                    r.find_gated(&n.text, Some(&present)),
+                    r.find_unguarded(&n.text),
+                    "{}: {t}",
+                    r.meta.id
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn prefix_literals_bound_matches() {
+        let l = prefix_literals(r"\b(?:always|never)\s+run").expect("finite");
+        assert!(l.iter().any(|x| x == b"always"));
+        assert!(l.iter().any(|x| x == b"never"));
+        assert!(!l.iter().any(|x| x == b"Always"));
+        // A leading large class cannot be bounded.
+        assert!(prefix_literals(r"[^.\n]{0,10}x").is_none());
+        assert!(prefix_literals(r"(?:a)?").is_none());
     }
 }
