@@ -16,3 +16,4 @@ pub mod manifest;
 pub mod report;
 pub mod rules;
 pub mod runner;
+pub mod timefmt;
