@@ -614,34 +614,24 @@ impl Differ<'_, '_> {
             n.map(|n| hash_bytes(&canonical(doc, n, Scheme::Python)))
                 .unwrap_or(0)
         };
-        let b_info: Vec<(u64, String, Vec<String>)> = removed
-            .iter()
-            .map(|&i| {
-                let t = &bs.tools[i];
-                (
-                    schema_hash(self.b.doc, t.input_schema),
-                    t.description_text(self.b.doc).into_owned(),
-                    t.params(self.b.doc)
-                        .iter()
-                        .filter_map(|p| self.b.doc.str(p.key).map(|s| s.into_owned()))
-                        .collect(),
-                )
-            })
-            .collect();
-        let a_info: Vec<(u64, String, Vec<String>)> = added
-            .iter()
-            .map(|&j| {
-                let t = &as_.tools[j];
-                (
-                    schema_hash(self.a.doc, t.input_schema),
-                    t.description_text(self.a.doc).into_owned(),
-                    t.params(self.a.doc)
-                        .iter()
-                        .filter_map(|p| self.a.doc.str(p.key).map(|s| s.into_owned()))
-                        .collect(),
-                )
-            })
-            .collect();
+        // Per tool: its schema's hash, its description and its parameter names.
+        let info = |doc: &Document, tools: &[crate::manifest::Tool], idx: &[usize]| {
+            idx.iter()
+                .map(|&i| {
+                    let t = &tools[i];
+                    (
+                        schema_hash(doc, t.input_schema),
+                        t.description_text(doc).into_owned(),
+                        t.params(doc)
+                            .iter()
+                            .filter_map(|p| doc.str(p.key).map(|s| s.into_owned()))
+                            .collect::<Vec<String>>(),
+                    )
+                })
+                .collect::<Vec<_>>()
+        };
+        let b_info = info(self.b.doc, &bs.tools, removed);
+        let a_info = info(self.a.doc, &as_.tools, added);
         // Candidates: every pair when there are few; otherwise tools with the
         // same description or the same schema. Word
         // diffs are the costly part, so their number has a budget: past it
