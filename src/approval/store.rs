@@ -298,42 +298,45 @@ pub fn render(doc: &Document, server: &Server, meta: &ApprovalMeta) -> String {
         Some(i) => w.string(i),
         None => w.out.push_str("null"),
     }
-    w.out.push_str(",\n  \"prompts\": ");
-    w.sorted_list(
-        server
-            .prompts
-            .iter()
-            .map(|p| (p.name.clone(), p.node))
-            .collect(),
-        1,
-    );
-    w.out.push_str(",\n  \"resources\": ");
-    w.sorted_list(
-        server
-            .resources
-            .iter()
-            .map(|r| (r.name.clone(), r.node))
-            .collect(),
-        1,
-    );
-    w.out.push_str(",\n  \"resourceTemplates\": ");
-    w.sorted_list(
-        server
-            .resource_templates
-            .iter()
-            .map(|r| (r.name.clone(), r.node))
-            .collect(),
-        1,
-    );
-    w.out.push_str(",\n  \"tools\": ");
-    w.sorted_list(
-        server
-            .tools
-            .iter()
-            .map(|t| (t.name.clone(), t.node))
-            .collect(),
-        1,
-    );
+    // Every list sorted by name, so reordering is never a change in review.
+    let lists: [(&str, Vec<(String, NodeId)>); 4] = [
+        (
+            "prompts",
+            server
+                .prompts
+                .iter()
+                .map(|p| (p.name.clone(), p.node))
+                .collect(),
+        ),
+        (
+            "resources",
+            server
+                .resources
+                .iter()
+                .map(|r| (r.name.clone(), r.node))
+                .collect(),
+        ),
+        (
+            "resourceTemplates",
+            server
+                .resource_templates
+                .iter()
+                .map(|r| (r.name.clone(), r.node))
+                .collect(),
+        ),
+        (
+            "tools",
+            server
+                .tools
+                .iter()
+                .map(|t| (t.name.clone(), t.node))
+                .collect(),
+        ),
+    ];
+    for (key, items) in lists {
+        let _ = write!(w.out, ",\n  \"{key}\": ");
+        w.sorted_list(items, 1);
+    }
     w.out.push_str("\n}\n");
     w.out
 }
