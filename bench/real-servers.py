@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Fetch real servers from shared/datasets/benign in the microVM and compare fingerprints.
 
-    python3 bench/real-servers.py [--sandbox microvm|namespaces] [--only SUBSTR] [--limit N]
+    python3 bench/real-servers.py [--sandbox microvm|namespaces] [--only SUBSTR] [--limit N] [--keep DIR]
 
 For each capture in ../shared/datasets/benign (npm and PyPI), runs `mcplint fetch` with the same
 exact version, the same arguments (`capture.argv_tail`, `{DATA}` -> /tmp) and placeholder values for
@@ -13,6 +13,7 @@ some servers embed their environment (a path, the time zone) in tool text.
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -49,6 +50,7 @@ def main():
     ap.add_argument("--only", default="")
     ap.add_argument("--limit", type=int, default=0)
     ap.add_argument("--timeout", default="300")
+    ap.add_argument("--keep", default="", help="copy each fetched capture into this folder")
     a = ap.parse_args()
     files = sorted(f for f in os.listdir(BENIGN) if f.endswith(".json") and a.only in f)
     if a.limit:
@@ -77,6 +79,9 @@ def main():
                 why = next((l for l in lines if "failed" in l), lines[-1] if lines else "")
                 print("FAIL  %-60s %6.1fs  %s" % (src, secs, why[:200]), flush=True)
                 continue
+            if a.keep:
+                os.makedirs(a.keep, exist_ok=True)
+                shutil.copyfile(out, os.path.join(a.keep, f))
             got, want = fingerprint(out), fingerprint(ref)
             if got == want:
                 ok += 1

@@ -27,7 +27,7 @@ use serde_json::Value;
 use similar::{ChangeTag, TextDiff};
 
 use crate::finding::change::{Change, ChangeKind, Location, Subject};
-use crate::finding::Severity;
+use crate::finding::{LineIndex, Severity};
 use crate::fingerprint::{canonical, Scheme};
 use crate::manifest::json::{Document, Kind, NodeId};
 use crate::manifest::{Loaded, Server};
@@ -163,62 +163,6 @@ fn ptr(base: &str, token: &str) -> String {
         }
     }
     out
-}
-
-/// Line starts and a character-count table, so locations cost O(1) even in
-/// a manifest written on one 100 MB line.
-struct LineIndex {
-    starts: Vec<usize>,
-    /// Characters (non-continuation bytes) before each 1 KiB block.
-    block_chars: Vec<usize>,
-}
-
-const BLOCK: usize = 1024;
-
-impl LineIndex {
-    fn new(text: &str) -> Self {
-        let bytes = text.as_bytes();
-        let mut starts = vec![0];
-        let mut block_chars = Vec::with_capacity(bytes.len() / BLOCK + 1);
-        let mut chars = 0;
-        for (i, &b) in bytes.iter().enumerate() {
-            if i % BLOCK == 0 {
-                block_chars.push(chars);
-            }
-            if b & 0xc0 != 0x80 {
-                chars += 1;
-            }
-            if b == b'\n' {
-                starts.push(i + 1);
-            }
-        }
-        block_chars.push(chars);
-        LineIndex {
-            starts,
-            block_chars,
-        }
-    }
-
-    /// Characters in `text[..offset]`.
-    fn chars_upto(&self, text: &str, offset: usize) -> usize {
-        let block = offset / BLOCK;
-        let from = block * BLOCK;
-        self.block_chars[block]
-            + text.as_bytes()[from..offset]
-                .iter()
-                .filter(|&&b| b & 0xc0 != 0x80)
-                .count()
-    }
-
-    fn line_col(&self, text: &str, offset: usize) -> (usize, usize) {
-        let offset = offset.min(text.len());
-        let line = self.starts.partition_point(|&s| s <= offset);
-        let start = self.starts[line - 1];
-        (
-            line,
-            self.chars_upto(text, offset) - self.chars_upto(text, start) + 1,
-        )
-    }
 }
 
 /// What the changes being emitted are about.
