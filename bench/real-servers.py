@@ -50,9 +50,12 @@ def main():
     ap.add_argument("--only", default="")
     ap.add_argument("--limit", type=int, default=0)
     ap.add_argument("--timeout", default="300")
+    ap.add_argument("--handshake-timeout", default="240")
+    ap.add_argument("--skip", default="", help="comma-separated file names to leave out (already done)")
     ap.add_argument("--keep", default="", help="copy each fetched capture into this folder")
     a = ap.parse_args()
     files = sorted(f for f in os.listdir(BENIGN) if f.endswith(".json") and a.only in f)
+    files = [f for f in files if f not in a.skip.split(",")]
     if a.limit:
         files = files[: a.limit]
     ok = bad = failed = 0
@@ -67,7 +70,8 @@ def main():
             env += ["--env", "%s=%s" % (k, dummy(k))]
         with tempfile.TemporaryDirectory() as t:
             out = os.path.join(t, "c.json")
-            cmd = [BIN, "fetch", "--sandbox", a.sandbox, "--timeout", a.timeout, src, "-o", out] + env
+            cmd = [BIN, "fetch", "--sandbox", a.sandbox, "--timeout", a.timeout,
+                   "--handshake-timeout", a.handshake_timeout, src, "-o", out] + env
             if args:
                 cmd += ["--"] + args
             t0 = time.time()
