@@ -198,6 +198,40 @@ impl Running {
         ))
     }
 
+    /// Spawns `cmd` in a new process group with no stdin and its stdout and
+    /// stderr both on one pipe, kept as the tail (for a VMM whose stdout is
+    /// the guest's serial console and whose stderr is its own log, when the
+    /// MCP channel is elsewhere).
+    pub fn spawn_console(mut cmd: Command) -> std::io::Result<Running> {
+        use std::os::unix::process::CommandExt;
+        install_interrupt_handler();
+        let (reader, writer) = std::io::pipe()?;
+        cmd.stdin(Stdio::null())
+            .stdout(writer.try_clone()?)
+            .stderr(writer);
+        cmd.process_group(0);
+        let started = Instant::now();
+        let child = cmd.spawn();
+        // Our copies of the write end must go, or the reader never sees EOF.
+        drop(cmd);
+        let child = child?;
+        if let Ok(mut r) = registry().lock() {
+            r.pids.push(child.id());
+        }
+        let tail = Tail::default();
+        let t2 = tail.clone();
+        let handle = std::thread::Builder::new()
+            .name("vmm-console".into())
+            .spawn(move || t2.drain(reader))
+            .ok();
+        Ok(Running {
+            child,
+            stderr: tail,
+            started,
+            stderr_thread: handle,
+        })
+    }
+
     /// The exit status if the child has exited (without waiting).
     pub fn finish_if_exited(&mut self) -> Option<std::process::ExitStatus> {
         self.child.try_wait().ok().flatten()
