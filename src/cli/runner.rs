@@ -54,6 +54,13 @@ pub fn run(args: &Args) -> Result<i32, RunnerError> {
                     Ok(q) => println!("qemu {}", q.display()),
                     Err(e) => println!("qemu missing: {e}"),
                 }
+                match crate::runner::firecracker::binary() {
+                    Some(f) => println!(
+                        "firecracker {} (used by --backend auto only when it boots a probe guest under KVM)",
+                        f.display()
+                    ),
+                    None => println!("firecracker not on PATH (the backend is QEMU)"),
+                }
                 Ok(super::EXIT_OK)
             }
             None => {

@@ -136,12 +136,13 @@ pub fn choose(
                     "--backend firecracker: no `firecracker` binary on PATH".into(),
                 )
             })?;
-            verdict(image, &bin).map_err(|why| {
+            let id = verdict(image, &bin).map_err(|why| {
                 RunnerError::NoVm(format!(
                     "--backend firecracker: KVM does not work here for Firecracker: {why}\n\
                      (not falling back to QEMU; use --backend qemu or --backend auto for that)"
                 ))
             })?;
+            notes.push(id);
             Ok((Backend::Firecracker, notes))
         }
         BackendChoice::Auto => {
@@ -150,7 +151,10 @@ pub fn choose(
             }
             if let Some(bin) = binary() {
                 match verdict(image, &bin) {
-                    Ok(()) => return Ok((Backend::Firecracker, notes)),
+                    Ok(id) => {
+                        notes.push(id);
+                        return Ok((Backend::Firecracker, notes));
+                    }
                     Err(why) => notes.push(format!("Firecracker not used: {why}")),
                 }
             }
@@ -174,8 +178,9 @@ fn kvm_openable() -> Result<(), String> {
 }
 
 /// The cached verdict for this host kernel, image and Firecracker binary, or
-/// a fresh probe.
-fn verdict(image: &Image, bin: &Path) -> Result<(), String> {
+/// a fresh probe. When it works, returns a note naming the binary (path and
+/// sha256) for the capture's provenance.
+fn verdict(image: &Image, bin: &Path) -> Result<String, String> {
     kvm_openable()?;
     let host = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
     let bin_hash = {
@@ -185,12 +190,13 @@ fn verdict(image: &Image, bin: &Path) -> Result<(), String> {
         format!("{:x}", Sha256::digest(&bytes))
     };
     let key = format!("{}|{}|{}", host.trim(), image.hash, bin_hash);
+    let id = format!("Firecracker binary {} (sha256:{bin_hash})", bin.display());
     let cache = super::image::cache_root().join("firecracker-verdict.json");
     if let Ok(bytes) = std::fs::read(&cache) {
         if let Ok(v) = serde_json::from_slice::<Value>(&bytes) {
             if v.get("key").and_then(Value::as_str) == Some(key.as_str()) {
                 return match v.get("works").and_then(Value::as_bool) {
-                    Some(true) => Ok(()),
+                    Some(true) => Ok(id),
                     _ => Err(v
                         .get("why")
                         .and_then(Value::as_str)
@@ -209,7 +215,7 @@ fn verdict(image: &Image, bin: &Path) -> Result<(), String> {
         "at": super::capture::utc_now(),
     });
     let _ = super::capture::write_atomic(&cache, &record);
-    result
+    result.map(|()| id)
 }
 
 /// Boots the probe guest under Firecracker: /init prints a marker and ends.
