@@ -711,7 +711,8 @@ impl FakeFirecracker {
         let bin = root.path().join("bin");
         std::fs::create_dir(&bin).expect("mkdir");
         let script = std::fs::read_to_string(
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/firecracker/fake_firecracker.py"),
+            Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("tests/fixtures/firecracker/fake_firecracker.py"),
         )
         .expect("fixture");
         assert!(script.contains("\nMODE = \"boot\"\n"));
@@ -863,17 +864,23 @@ fn firecracker_backend_configures_the_vm_through_its_api() {
     let fc_path = fake.root.path().join("bin/firecracker");
     let fc_note = format!("Firecracker binary {} (sha256:", fc_path.display());
     assert!(
-        cap["notes"]
-            .as_array()
-            .is_some_and(|n| n.iter().any(|n| n.as_str().unwrap_or("").starts_with(&fc_note))),
+        cap["notes"].as_array().is_some_and(|n| n
+            .iter()
+            .any(|n| n.as_str().unwrap_or("").starts_with(&fc_note))),
         "{cap}"
     );
 
     // Every API call, in order.
     let argv = fake_records(tail, "argv");
-    assert_eq!(argv, [serde_json::json!(["--api-sock", "/run/fc/api.sock"])]);
+    assert_eq!(
+        argv,
+        [serde_json::json!(["--api-sock", "/run/fc/api.sock"])]
+    );
     let calls = fake_records(tail, "api");
-    let paths: Vec<&str> = calls.iter().map(|c| c["path"].as_str().unwrap_or("")).collect();
+    let paths: Vec<&str> = calls
+        .iter()
+        .map(|c| c["path"].as_str().unwrap_or(""))
+        .collect();
     assert_eq!(
         paths,
         [
@@ -896,12 +903,20 @@ fn firecracker_backend_configures_the_vm_through_its_api() {
     assert_eq!(boot["kernel_image_path"], "/img/vmlinux");
     assert_eq!(boot["initrd_path"], "/img/initrd.cpio");
     let args = boot["boot_args"].as_str().unwrap_or("");
-    for want in ["console=ttyS0", "reboot=k", "mcplint.chan=vsock", "mcplint.port=1024"] {
+    for want in [
+        "console=ttyS0",
+        "reboot=k",
+        "mcplint.chan=vsock",
+        "mcplint.port=1024",
+    ] {
         assert!(args.split(' ').any(|a| a == want), "{want} missing: {args}");
     }
     assert!(!args.contains("mcplint.probe"), "{args}");
     // Both drives read-only, neither the root device.
-    for (i, id, path) in [(2, "runtime", "/img/runtime.ext4"), (3, "app", "/disk/app.ext4")] {
+    for (i, id, path) in [
+        (2, "runtime", "/img/runtime.ext4"),
+        (3, "app", "/disk/app.ext4"),
+    ] {
         assert_eq!(
             calls[i]["body"],
             serde_json::json!({"drive_id": id, "path_on_host": path, "is_root_device": false, "is_read_only": true}),
@@ -911,7 +926,10 @@ fn firecracker_backend_configures_the_vm_through_its_api() {
         calls[4]["body"],
         serde_json::json!({"guest_cid": 3, "uds_path": "/run/fc/v.sock"})
     );
-    assert_eq!(calls[5]["body"], serde_json::json!({"action_type": "InstanceStart"}));
+    assert_eq!(
+        calls[5]["body"],
+        serde_json::json!({"action_type": "InstanceStart"})
+    );
     // No network interface, ever.
     assert!(!paths.iter().any(|p| p.starts_with("/network-interfaces")));
 
@@ -923,9 +941,18 @@ fn firecracker_backend_configures_the_vm_through_its_api() {
     let g = &guest[0];
     assert_eq!(g["kernel"]["sha256"], fake.sha("vmlinux"), "{g}");
     assert_eq!(g["initrd"]["sha256"], fake.sha("initrd.cpio"), "{g}");
-    assert_eq!(g["drives"]["runtime"]["sha256"], fake.sha("runtime.ext4"), "{g}");
+    assert_eq!(
+        g["drives"]["runtime"]["sha256"],
+        fake.sha("runtime.ext4"),
+        "{g}"
+    );
     assert_eq!(g["drives"]["app"]["ext4"], true, "{g}");
-    for f in [&g["kernel"], &g["initrd"], &g["drives"]["runtime"], &g["drives"]["app"]] {
+    for f in [
+        &g["kernel"],
+        &g["initrd"],
+        &g["drives"]["runtime"],
+        &g["drives"]["app"],
+    ] {
         assert_eq!(f["writable"], false, "{g}");
     }
     assert_eq!(g["uid"], 65534, "{g}");
@@ -940,7 +967,11 @@ fn firecracker_backend_configures_the_vm_through_its_api() {
     let before = fake.verdict();
     let r = fake.fetch(&[&src, "--timeout", "60"]);
     assert_eq!(r.code(), 0, "{}", r.stderr());
-    assert_eq!(r.cap()["capture"]["sandbox"]["backend"], "firecracker", "auto picks it");
+    assert_eq!(
+        r.cap()["capture"]["sandbox"]["backend"],
+        "firecracker",
+        "auto picks it"
+    );
     assert_eq!(fake.verdict(), before);
 }
 
@@ -969,7 +1000,11 @@ fn firecracker_without_working_kvm_is_an_error_not_a_fallback() {
     // Firecracker and --accel tcg cannot go together.
     let r = fake.fetch(&[&src, "--backend", "firecracker", "--accel", "tcg"]);
     assert_eq!(r.code(), 2, "{}", r.stderr());
-    assert!(r.stderr().contains("--accel tcg needs --backend qemu"), "{}", r.stderr());
+    assert!(
+        r.stderr().contains("--accel tcg needs --backend qemu"),
+        "{}",
+        r.stderr()
+    );
 }
 
 #[test]
@@ -1023,7 +1058,11 @@ fn guest_vsock_bridge_relays_both_ways_and_passes_end_of_input_on() {
     assert_eq!(got.len(), 6 + big.len());
     assert!(got.starts_with("HELLO\nXXX"));
     let out = child.wait_with_output().expect("wait");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(out.stdout.is_empty(), "nothing on the bridge's own stdout");
 
     // No host listening: a clear error on stderr, not a hang.

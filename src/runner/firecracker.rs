@@ -132,9 +132,7 @@ pub fn choose(
                 ));
             }
             let bin = binary().ok_or_else(|| {
-                RunnerError::NoVm(
-                    "--backend firecracker: no `firecracker` binary on PATH".into(),
-                )
+                RunnerError::NoVm("--backend firecracker: no `firecracker` binary on PATH".into())
             })?;
             let id = verdict(image, &bin).map_err(|why| {
                 RunnerError::NoVm(format!(
@@ -185,8 +183,7 @@ fn verdict(image: &Image, bin: &Path) -> Result<String, String> {
     let host = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
     let bin_hash = {
         use sha2::{Digest, Sha256};
-        let bytes =
-            std::fs::read(bin).map_err(|e| format!("reading {}: {e}", bin.display()))?;
+        let bytes = std::fs::read(bin).map_err(|e| format!("reading {}: {e}", bin.display()))?;
         format!("{:x}", Sha256::digest(&bytes))
     };
     let key = format!("{}|{}|{}", host.trim(), image.hash, bin_hash);
@@ -331,8 +328,22 @@ fn command(
     ])
     .args(["--uid", "65534", "--gid", "65534"])
     .args(["--ro-bind", "/usr", "/usr"])
-    .args(["--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64", "/lib64"])
-    .args(["--symlink", "usr/bin", "/bin", "--symlink", "usr/sbin", "/sbin"])
+    .args([
+        "--symlink",
+        "usr/lib",
+        "/lib",
+        "--symlink",
+        "usr/lib64",
+        "/lib64",
+    ])
+    .args([
+        "--symlink",
+        "usr/bin",
+        "/bin",
+        "--symlink",
+        "usr/sbin",
+        "/sbin",
+    ])
     .args(["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"])
     .args(["--dev-bind", "/dev/kvm", "/dev/kvm"])
     .arg("--ro-bind")

@@ -233,8 +233,7 @@ pub fn fetch(target: &Target, opts: &FetchOptions) -> Result<Value, RunnerError>
                     write_guest_launcher(&prepared, &argv, &opts.env)?;
                     let disk = work.path.join("app.ext4");
                     image::make_ext4(&prepared.dir, &disk, "app")?;
-                    let (backend, notes) =
-                        firecracker::choose(&image, opts.backend, opts.accel)?;
+                    let (backend, notes) = firecracker::choose(&image, opts.backend, opts.accel)?;
                     prov.notes.extend(notes);
                     prov.backend = backend.name().into();
                     prov.accelerator = Some(backend.accel().name().into());

@@ -205,10 +205,14 @@ impl Running {
     pub fn spawn_console(mut cmd: Command) -> std::io::Result<Running> {
         use std::os::unix::process::CommandExt;
         install_interrupt_handler();
-        let (reader, writer) = std::io::pipe()?;
+        // A socket pair rather than a pipe: std creates it close-on-exec, so
+        // no other child inherits an end of it (std's own pipe() needs a
+        // newer Rust than this crate's minimum).
+        let (reader, writer) = std::os::unix::net::UnixStream::pair()?;
+        let writer = std::os::fd::OwnedFd::from(writer);
         cmd.stdin(Stdio::null())
-            .stdout(writer.try_clone()?)
-            .stderr(writer);
+            .stdout(Stdio::from(writer.try_clone()?))
+            .stderr(Stdio::from(writer));
         cmd.process_group(0);
         let started = Instant::now();
         let child = cmd.spawn();
