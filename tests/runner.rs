@@ -1008,6 +1008,51 @@ fn firecracker_without_working_kvm_is_an_error_not_a_fallback() {
 }
 
 #[test]
+fn firecracker_refusals_and_a_silent_guest_end_in_clear_errors() {
+    if !kvm_openable() {
+        eprintln!("no usable /dev/kvm here: the fake is never started");
+        return;
+    }
+    let src = format!("file:{}", fixture("hostile").display());
+    // Firecracker answers 400 to the package drive.
+    let fake = FakeFirecracker::new("baddrive");
+    let r = fake.fetch(&[&src, "--backend", "firecracker", "--timeout", "60"]);
+    assert_eq!(r.code(), 2, "{}", r.stderr());
+    assert!(r.capture.is_none());
+    assert!(
+        r.stderr().contains(
+            "configuring Firecracker: PUT /drives/app: Firecracker answered 400 Bad Request: Unable to open the drive file (simulated)"
+        ),
+        "{}",
+        r.stderr()
+    );
+    // The guest boots but never connects: the handshake limit ends it.
+    let fake = FakeFirecracker::new("noconnect");
+    let r = fake.fetch(&[
+        &src,
+        "--backend",
+        "firecracker",
+        "--timeout",
+        "60",
+        "--handshake-timeout",
+        "3",
+    ]);
+    assert_eq!(r.code(), 2, "{}", r.stderr());
+    assert!(
+        r.stderr()
+            .contains("the guest did not connect its MCP channel (vsock port 1024) within 3.0 s"),
+        "{}",
+        r.stderr()
+    );
+    // Its console is shown.
+    assert!(
+        r.stderr().contains("mcplint-guest: start"),
+        "{}",
+        r.stderr()
+    );
+}
+
+#[test]
 fn firecracker_missing_from_path_is_a_clear_error() {
     let fake = FakeFirecracker::new("boot");
     std::fs::remove_file(fake.root.path().join("bin/firecracker")).expect("rm");

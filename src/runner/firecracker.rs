@@ -235,9 +235,16 @@ fn probe(image: &Image) -> Result<(), String> {
                 return Ok(());
             }
             if let Some(st) = vm.run.finish_if_exited() {
+                // The guest may have printed the marker and reset at once:
+                // take the console's last bytes before judging.
+                vm.run.finish(Duration::ZERO);
+                let text = vm.run.stderr.text();
+                if text.contains("mcplint-guest: probe ok") {
+                    return Ok(());
+                }
                 return Err(format!(
                     "a probe guest did not boot under Firecracker ({st}: {})",
-                    last_line(&vm.run.stderr.text())
+                    last_line(&text)
                 ));
             }
             std::thread::sleep(Duration::from_millis(20));
@@ -415,6 +422,7 @@ pub fn start(
             break;
         }
         if let Some(st) = vm.run.finish_if_exited() {
+            vm.run.finish(Duration::ZERO);
             let msg = format!(
                 "firecracker exited before its API socket appeared ({st}): {}",
                 last_line(&vm.run.stderr.text())
@@ -491,6 +499,7 @@ impl Vm {
                 Err(e) => break format!("waiting for the guest's vsock connection: {e}"),
             }
             if let Some(st) = self.run.finish_if_exited() {
+                self.run.finish(Duration::ZERO);
                 break format!(
                     "Firecracker exited ({st}) before the guest connected its MCP channel: {}",
                     last_line(&self.run.stderr.text())
