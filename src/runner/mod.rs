@@ -4,9 +4,10 @@
 //! Pieces: [`source`] gets a package onto the host without running any of it;
 //! [`image`] builds the cached guest image; [`vm`] boots QEMU's microvm inside
 //! bubblewrap, or [`firecracker`] boots the same image under Firecracker
-//! (configured over [`firecracker_api`]); [`process`] owns child processes (killed on drop and on
-//! Ctrl-C); [`client`] speaks MCP over the pipe; [`http`] speaks it to remote
-//! servers; [`capture`] writes the result with its provenance.
+//! (configured over [`firecracker_api`]); [`process`] owns child processes
+//! (killed on drop and on Ctrl-C); [`client`] speaks MCP over the pipe;
+//! [`http`] speaks it to remote servers; [`capture`] writes the result with
+//! its provenance.
 
 pub mod capture;
 pub mod client;
@@ -424,8 +425,8 @@ fn run_firecracker(
     let spawned = Instant::now();
     let mut vm = firecracker::start(image, Some(disk), &opts.vm, work)?;
     let watchdog = Watchdog::start(vm.run.id(), opts.timeout);
-    // The guest connects once its server is about to start: that wait is
-    // part of the first answer's time.
+    // The guest connects when its server is about to start (boot included),
+    // so that wait gets the first answer's limit too.
     let limit = opts.client.handshake_timeout.min(opts.timeout);
     let stream = match vm.accept(limit) {
         Ok(s) => s,
