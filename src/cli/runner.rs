@@ -20,7 +20,8 @@ pub enum Action {
         /// Rebuild even if an image with the same inputs exists.
         #[arg(long)]
         force: bool,
-        /// Also decide now whether KVM works (boots a probe guest once).
+        /// Also decide now whether KVM works (boots a probe guest once, and
+        /// once more under Firecracker if a `firecracker` binary is on PATH).
         #[arg(long)]
         probe_kvm: bool,
     },
@@ -43,6 +44,15 @@ pub fn run(args: &Args) -> Result<i32, RunnerError> {
                     accel.name(),
                     why.map(|w| format!(" ({w})")).unwrap_or_default()
                 );
+                let (backend, notes) = crate::runner::firecracker::choose(
+                    &img,
+                    crate::runner::firecracker::BackendChoice::Auto,
+                    vm::AccelChoice::Auto,
+                )?;
+                println!("backend {}", backend.name());
+                for n in notes {
+                    println!("  {n}");
+                }
             }
             Ok(super::EXIT_OK)
         }
