@@ -686,3 +686,438 @@ fn microvm_hostile_battery_and_real_servers() {
         eprintln!("{source}: {:.1} s", r.secs);
     }
 }
+
+// ---------------------------------------------------------------------------
+// The Firecracker backend, against a FAKE `firecracker`
+// (tests/fixtures/firecracker/fake_firecracker.py): no Firecracker is
+// installable here, so these check what mcplint asks of it (the API calls,
+// the sandbox around it, the vsock channel, the provenance), not that a real
+// Firecracker boots the guest. They need bubblewrap and mkfs.ext4 (which
+// scripts/install-runner-deps.sh installs) and /dev/kvm to exist, not to work.
+
+/// A fake guest image in a cache of its own, and a folder holding the fake
+/// `firecracker` (generated from the fixture with its MODE set).
+struct FakeFirecracker {
+    root: tempfile::TempDir,
+    image_hash: String,
+    /// sha256 of the fake vmlinux, initrd.cpio, runtime.ext4.
+    files: Vec<(&'static str, String)>,
+}
+
+impl FakeFirecracker {
+    fn new(mode: &str) -> Self {
+        use sha2::{Digest, Sha256};
+        let root = tempfile::tempdir().expect("tempdir");
+        let bin = root.path().join("bin");
+        std::fs::create_dir(&bin).expect("mkdir");
+        let script = std::fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("tests/fixtures/firecracker/fake_firecracker.py"),
+        )
+        .expect("fixture");
+        assert!(script.contains("\nMODE = \"boot\"\n"));
+        let script = script.replace("\nMODE = \"boot\"\n", &format!("\nMODE = {mode:?}\n"));
+        let fc = bin.join("firecracker");
+        std::fs::write(&fc, script).expect("write");
+        std::fs::set_permissions(&fc, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+            .expect("chmod");
+        let cache = root.path().join("cache");
+        let img = cache.join("image-fc-test");
+        std::fs::create_dir_all(&img).expect("mkdir");
+        let image_hash = format!("{:x}", Sha256::digest(format!("fake image {mode}")));
+        std::fs::write(
+            img.join("image.json"),
+            serde_json::to_vec(&serde_json::json!({"hash": image_hash, "kernel": "fake"}))
+                .expect("json"),
+        )
+        .expect("write");
+        let mut files = Vec::new();
+        for name in ["vmlinux", "initrd.cpio", "runtime.ext4"] {
+            let bytes = format!("fake {name} for the Firecracker test, {mode}").into_bytes();
+            std::fs::write(img.join(name), &bytes).expect("write");
+            files.push((name, format!("{:x}", Sha256::digest(&bytes))));
+        }
+        std::fs::write(cache.join("current"), "image-fc-test\n").expect("write");
+        FakeFirecracker {
+            root,
+            image_hash,
+            files,
+        }
+    }
+
+    fn sha(&self, name: &str) -> &str {
+        &self.files.iter().find(|(n, _)| *n == name).expect("file").1
+    }
+
+    /// `mcplint fetch ARGS` with the fake first on PATH and the fake cache;
+    /// checks that no temporary file or process is left behind.
+    fn fetch(&self, args: &[&str]) -> Run {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let out_path = self.root.path().join("capture.json");
+        let _ = std::fs::remove_file(&out_path);
+        let path = format!(
+            "{}:{}",
+            self.root.path().join("bin").display(),
+            std::env::var("PATH").unwrap_or_default()
+        );
+        let t0 = Instant::now();
+        let out = Command::new(bin())
+            .arg("fetch")
+            .args(args)
+            .arg("-o")
+            .arg(&out_path)
+            .env("PATH", path)
+            .env("MCPLINT_CACHE", self.root.path().join("cache"))
+            .env("TMPDIR", tmp.path())
+            .stdin(Stdio::null())
+            .output()
+            .expect("run mcplint");
+        let secs = t0.elapsed().as_secs_f64();
+        let left: Vec<_> = std::fs::read_dir(tmp.path())
+            .expect("list")
+            .filter_map(Result::ok)
+            .map(|e| e.path())
+            .collect();
+        assert!(left.is_empty(), "temporary files left behind: {left:?}");
+        let root_s = self.root.path().to_string_lossy().into_owned();
+        let running: Vec<String> = std::fs::read_dir("/proc")
+            .expect("proc")
+            .filter_map(Result::ok)
+            .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
+            .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
+            .filter(|c| c.contains(&root_s) && c.contains("firecracker"))
+            .collect();
+        assert!(running.is_empty(), "processes left running: {running:?}");
+        let capture = std::fs::read(&out_path)
+            .ok()
+            .map(|b| serde_json::from_slice(&b).expect("capture is JSON"));
+        Run { out, secs, capture }
+    }
+
+    fn verdict(&self) -> Option<Value> {
+        std::fs::read(self.root.path().join("cache/firecracker-verdict.json"))
+            .ok()
+            .map(|b| serde_json::from_slice(&b).expect("verdict is JSON"))
+    }
+}
+
+/// The fake's `fake-firecracker: KIND {json}` lines in a console tail.
+fn fake_records(tail: &str, kind: &str) -> Vec<Value> {
+    let prefix = format!("fake-firecracker: {kind} ");
+    tail.lines()
+        .filter_map(|l| l.strip_prefix(&prefix))
+        .map(|j| serde_json::from_str(j).expect("record is JSON"))
+        .collect()
+}
+
+fn kvm_openable() -> bool {
+    std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("/dev/kvm")
+        .is_ok()
+}
+
+#[test]
+fn firecracker_backend_configures_the_vm_through_its_api() {
+    let fake = FakeFirecracker::new("boot");
+    let src = format!("file:{}", fixture("hostile").display());
+    let r = fake.fetch(&[
+        &src,
+        "--backend",
+        "firecracker",
+        "--memory",
+        "300",
+        "--cpus",
+        "2",
+        "--timeout",
+        "60",
+        "--handshake-timeout",
+        "30",
+    ]);
+    if !kvm_openable() {
+        // Without /dev/kvm the fake is never started: a clear error, no fallback.
+        assert_eq!(r.code(), 2, "{}", r.stderr());
+        assert!(r.stderr().contains("/dev/kvm"), "{}", r.stderr());
+        eprintln!("no usable /dev/kvm here: only the refusal was checked");
+        return;
+    }
+    assert_eq!(r.code(), 0, "{}", r.stderr());
+    // The probe guest ran first, under the fake, and its verdict was cached.
+    let verdict = fake.verdict().expect("a cached Firecracker verdict");
+    assert_eq!(verdict["works"], true, "{verdict}");
+    let c = r.cap();
+    let cap = &c["capture"];
+    assert_eq!(cap["sandbox"]["boundary"], "microvm");
+    assert_eq!(cap["sandbox"]["backend"], "firecracker");
+    assert_eq!(cap["sandbox"]["accelerator"], "kvm");
+    assert_eq!(
+        cap["sandbox"]["guest_image"],
+        format!("sha256:{}", fake.image_hash)
+    );
+    assert!(cap["timings"]["boot_s"].as_f64().is_some(), "{cap}");
+    // The session went over the vsock proxy socket to the fake guest.
+    assert_eq!(c["serverInfo"]["name"], "fake-firecracker-guest");
+    assert_eq!(names(c, "tools"), ["vm_facts"]);
+    let tail = cap["stderr_tail"].as_str().unwrap_or("");
+    assert!(tail.contains("mcplint-guest: exit 0"), "{tail}");
+    let fc_path = fake.root.path().join("bin/firecracker");
+    let fc_note = format!("Firecracker binary {} (sha256:", fc_path.display());
+    assert!(
+        cap["notes"].as_array().is_some_and(|n| n
+            .iter()
+            .any(|n| n.as_str().unwrap_or("").starts_with(&fc_note))),
+        "{cap}"
+    );
+
+    // Every API call, in order.
+    let argv = fake_records(tail, "argv");
+    assert_eq!(
+        argv,
+        [serde_json::json!(["--api-sock", "/run/fc/api.sock"])]
+    );
+    let calls = fake_records(tail, "api");
+    let paths: Vec<&str> = calls
+        .iter()
+        .map(|c| c["path"].as_str().unwrap_or(""))
+        .collect();
+    assert_eq!(
+        paths,
+        [
+            "/machine-config",
+            "/boot-source",
+            "/drives/runtime",
+            "/drives/app",
+            "/vsock",
+            "/actions"
+        ],
+        "{calls:?}"
+    );
+    assert!(calls.iter().all(|c| c["method"] == "PUT"));
+    // Memory and vCPUs from the flags.
+    assert_eq!(
+        calls[0]["body"],
+        serde_json::json!({"vcpu_count": 2, "mem_size_mib": 300})
+    );
+    let boot = &calls[1]["body"];
+    assert_eq!(boot["kernel_image_path"], "/img/vmlinux");
+    assert_eq!(boot["initrd_path"], "/img/initrd.cpio");
+    let args = boot["boot_args"].as_str().unwrap_or("");
+    for want in [
+        "console=ttyS0",
+        "reboot=k",
+        "mcplint.chan=vsock",
+        "mcplint.port=1024",
+    ] {
+        assert!(args.split(' ').any(|a| a == want), "{want} missing: {args}");
+    }
+    assert!(!args.contains("mcplint.probe"), "{args}");
+    // Both drives read-only, neither the root device.
+    for (i, id, path) in [
+        (2, "runtime", "/img/runtime.ext4"),
+        (3, "app", "/disk/app.ext4"),
+    ] {
+        assert_eq!(
+            calls[i]["body"],
+            serde_json::json!({"drive_id": id, "path_on_host": path, "is_root_device": false, "is_read_only": true}),
+        );
+    }
+    assert_eq!(
+        calls[4]["body"],
+        serde_json::json!({"guest_cid": 3, "uds_path": "/run/fc/v.sock"})
+    );
+    assert_eq!(
+        calls[5]["body"],
+        serde_json::json!({"action_type": "InstanceStart"})
+    );
+    // No network interface, ever.
+    assert!(!paths.iter().any(|p| p.starts_with("/network-interfaces")));
+
+    // What the fake found at those paths inside its sandbox: the guest
+    // image's own files, the package as an ext4 image, nothing writable,
+    // uid 65534, /dev/kvm, no network but loopback.
+    let guest = fake_records(tail, "guest");
+    assert_eq!(guest.len(), 1, "{tail}");
+    let g = &guest[0];
+    assert_eq!(g["kernel"]["sha256"], fake.sha("vmlinux"), "{g}");
+    assert_eq!(g["initrd"]["sha256"], fake.sha("initrd.cpio"), "{g}");
+    assert_eq!(
+        g["drives"]["runtime"]["sha256"],
+        fake.sha("runtime.ext4"),
+        "{g}"
+    );
+    assert_eq!(g["drives"]["app"]["ext4"], true, "{g}");
+    for f in [
+        &g["kernel"],
+        &g["initrd"],
+        &g["drives"]["runtime"],
+        &g["drives"]["app"],
+    ] {
+        assert_eq!(f["writable"], false, "{g}");
+    }
+    assert_eq!(g["uid"], 65534, "{g}");
+    assert_eq!(g["kvm_visible"], true, "{g}");
+    assert_eq!(g["interfaces"], serde_json::json!(["lo"]), "{g}");
+    // The machine the fake was given, as the server saw it.
+    let facts: Value =
+        serde_json::from_str(c["tools"][0]["description"].as_str().unwrap_or("")).expect("json");
+    assert_eq!(facts["mem_size_mib"], 300);
+
+    // The cached verdict is used the second time: no probe, same result.
+    let before = fake.verdict();
+    let r = fake.fetch(&[&src, "--timeout", "60"]);
+    assert_eq!(r.code(), 0, "{}", r.stderr());
+    assert_eq!(
+        r.cap()["capture"]["sandbox"]["backend"],
+        "firecracker",
+        "auto picks it"
+    );
+    assert_eq!(fake.verdict(), before);
+}
+
+#[test]
+fn firecracker_without_working_kvm_is_an_error_not_a_fallback() {
+    let fake = FakeFirecracker::new("nokvm");
+    let src = format!("file:{}", fixture("hostile").display());
+    let r = fake.fetch(&[&src, "--backend", "firecracker", "--timeout", "60"]);
+    assert_eq!(r.code(), 2, "{}", r.stderr());
+    assert!(r.capture.is_none());
+    let e = r.stderr();
+    assert!(
+        e.contains("--backend firecracker: KVM does not work here"),
+        "{e}"
+    );
+    assert!(e.contains("not falling back to QEMU"), "{e}");
+    if kvm_openable() {
+        // The probe ran the fake, which refused: its words are in the error,
+        // and the failed verdict is cached.
+        assert!(e.contains("simulated"), "{e}");
+        assert_eq!(fake.verdict().expect("verdict")["works"], false);
+    } else {
+        assert!(e.contains("/dev/kvm"), "{e}");
+    }
+
+    // Firecracker and --accel tcg cannot go together.
+    let r = fake.fetch(&[&src, "--backend", "firecracker", "--accel", "tcg"]);
+    assert_eq!(r.code(), 2, "{}", r.stderr());
+    assert!(
+        r.stderr().contains("--accel tcg needs --backend qemu"),
+        "{}",
+        r.stderr()
+    );
+}
+
+#[test]
+fn firecracker_refusals_and_a_silent_guest_end_in_clear_errors() {
+    if !kvm_openable() {
+        eprintln!("no usable /dev/kvm here: the fake is never started");
+        return;
+    }
+    let src = format!("file:{}", fixture("hostile").display());
+    // Firecracker answers 400 to the package drive.
+    let fake = FakeFirecracker::new("baddrive");
+    let r = fake.fetch(&[&src, "--backend", "firecracker", "--timeout", "60"]);
+    assert_eq!(r.code(), 2, "{}", r.stderr());
+    assert!(r.capture.is_none());
+    assert!(
+        r.stderr().contains(
+            "configuring Firecracker: PUT /drives/app: Firecracker answered 400 Bad Request: Unable to open the drive file (simulated)"
+        ),
+        "{}",
+        r.stderr()
+    );
+    // The guest boots but never connects: the handshake limit ends it.
+    let fake = FakeFirecracker::new("noconnect");
+    let r = fake.fetch(&[
+        &src,
+        "--backend",
+        "firecracker",
+        "--timeout",
+        "60",
+        "--handshake-timeout",
+        "3",
+    ]);
+    assert_eq!(r.code(), 2, "{}", r.stderr());
+    assert!(
+        r.stderr()
+            .contains("the guest did not connect its MCP channel (vsock port 1024) within 3.0 s"),
+        "{}",
+        r.stderr()
+    );
+    // Its console is shown.
+    assert!(
+        r.stderr().contains("mcplint-guest: start"),
+        "{}",
+        r.stderr()
+    );
+}
+
+#[test]
+fn firecracker_missing_from_path_is_a_clear_error() {
+    let fake = FakeFirecracker::new("boot");
+    std::fs::remove_file(fake.root.path().join("bin/firecracker")).expect("rm");
+    let src = format!("file:{}", fixture("hostile").display());
+    let r = fake.fetch(&[&src, "--backend", "firecracker"]);
+    assert_eq!(r.code(), 2, "{}", r.stderr());
+    assert!(
+        r.stderr().contains("no `firecracker` binary on PATH"),
+        "{}",
+        r.stderr()
+    );
+}
+
+#[test]
+fn guest_vsock_bridge_relays_both_ways_and_passes_end_of_input_on() {
+    // The guest's bridge, run on the host over a unix socket instead of a
+    // vsock: the server is `tr a-z A-Z`, which ends at end of input.
+    use std::io::{Read, Write};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let sock = dir.path().join("chan.sock");
+    let l = std::os::unix::net::UnixListener::bind(&sock).expect("bind");
+    let bridge = Path::new(env!("CARGO_MANIFEST_DIR")).join("guest/vsock-bridge.py");
+    let child = Command::new("python3")
+        .arg("-I")
+        .arg(&bridge)
+        .arg(format!("unix:{}", sock.display()))
+        .args(["/usr/bin/tr", "a-z", "A-Z"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("python3");
+    let (mut s, _) = l.accept().expect("the bridge connects");
+    s.set_read_timeout(Some(std::time::Duration::from_secs(20)))
+        .expect("timeout");
+    let big = "x".repeat(300_000);
+    let writer = {
+        let mut w = s.try_clone().expect("clone");
+        let big = big.clone();
+        std::thread::spawn(move || {
+            w.write_all(b"hello\n").expect("write");
+            w.write_all(big.as_bytes()).expect("write");
+            w.shutdown(std::net::Shutdown::Write).expect("shutdown");
+        })
+    };
+    let mut got = String::new();
+    s.read_to_string(&mut got).expect("read to the end");
+    writer.join().expect("writer");
+    assert_eq!(got.len(), 6 + big.len());
+    assert!(got.starts_with("HELLO\nXXX"));
+    let out = child.wait_with_output().expect("wait");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.stdout.is_empty(), "nothing on the bridge's own stdout");
+
+    // No host listening: a clear error on stderr, not a hang.
+    let out = Command::new("python3")
+        .arg("-I")
+        .arg(&bridge)
+        .arg(format!("unix:{}", dir.path().join("none.sock").display()))
+        .arg("/bin/true")
+        .output()
+        .expect("python3");
+    assert_eq!(out.status.code(), Some(69));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("cannot connect the MCP channel"));
+}

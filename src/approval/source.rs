@@ -208,6 +208,7 @@ fn fetch_live(
             cpus: 1,
         },
         accel: runner::vm::AccelChoice::Auto,
+        backend: runner::firecracker::BackendChoice::Auto,
         env,
         server_args: cfg.args.clone(),
         headers: Vec::new(),

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use crate::display::visible;
 use crate::runner::client::{ClientOptions, EraChoice};
+use crate::runner::firecracker::BackendChoice;
 use crate::runner::source::Source;
 use crate::runner::vm::{AccelChoice, VmConfig};
 use crate::runner::{FetchOptions, RunnerError, Sandbox, Target};
@@ -21,8 +22,9 @@ Sources:
   --command -- CMD ARGS  a local stdio server, only with --no-sandbox
 
 The package is downloaded and unpacked on this host without running any of it,
-then started in a microVM (QEMU microvm, KVM when it really works, else TCG)
-with no network device, read-only disks and no secrets. Run `mcplint runner
+then started in a microVM (QEMU microvm, KVM when it really works, else TCG;
+or Firecracker, see --backend) with no network device, read-only disks and no
+secrets. Run `mcplint runner
 setup` once first.
 
 Examples:
@@ -75,6 +77,10 @@ pub struct Args {
     /// Accelerator for the microVM.
     #[arg(long, value_enum, default_value_t = AccelChoice::Auto)]
     pub accel: AccelChoice,
+    /// Which VMM runs the microVM: Firecracker needs a `firecracker` binary
+    /// on PATH and working KVM (auto uses it only then, else QEMU).
+    #[arg(long, value_enum, default_value_t = BackendChoice::Auto)]
+    pub backend: BackendChoice,
     /// Protocol era to speak.
     #[arg(long, value_enum, default_value_t = EraChoice::Auto)]
     pub era: EraChoice,
@@ -188,6 +194,7 @@ pub fn run(args: &Args) -> Result<i32, RunnerError> {
             cpus: args.cpus,
         },
         accel: args.accel,
+        backend: args.backend,
         env,
         server_args: if args.command {
             Vec::new()

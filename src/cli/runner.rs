@@ -20,7 +20,8 @@ pub enum Action {
         /// Rebuild even if an image with the same inputs exists.
         #[arg(long)]
         force: bool,
-        /// Also decide now whether KVM works (boots a probe guest once).
+        /// Also decide now whether KVM works (boots a probe guest once, and
+        /// once more under Firecracker if a `firecracker` binary is on PATH).
         #[arg(long)]
         probe_kvm: bool,
     },
@@ -43,6 +44,15 @@ pub fn run(args: &Args) -> Result<i32, RunnerError> {
                     accel.name(),
                     why.map(|w| format!(" ({w})")).unwrap_or_default()
                 );
+                let (backend, notes) = crate::runner::firecracker::choose(
+                    &img,
+                    crate::runner::firecracker::BackendChoice::Auto,
+                    vm::AccelChoice::Auto,
+                )?;
+                println!("backend {}", backend.name());
+                for n in notes {
+                    println!("  {n}");
+                }
             }
             Ok(super::EXIT_OK)
         }
@@ -53,6 +63,13 @@ pub fn run(args: &Args) -> Result<i32, RunnerError> {
                 match vm::qemu_binary() {
                     Ok(q) => println!("qemu {}", q.display()),
                     Err(e) => println!("qemu missing: {e}"),
+                }
+                match crate::runner::firecracker::binary() {
+                    Some(f) => println!(
+                        "firecracker {} (used by --backend auto only when it boots a probe guest under KVM)",
+                        f.display()
+                    ),
+                    None => println!("firecracker not on PATH (the backend is QEMU)"),
                 }
                 Ok(super::EXIT_OK)
             }

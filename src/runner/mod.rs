@@ -3,12 +3,16 @@
 //!
 //! Pieces: [`source`] gets a package onto the host without running any of it;
 //! [`image`] builds the cached guest image; [`vm`] boots QEMU's microvm inside
-//! bubblewrap; [`process`] owns child processes (killed on drop and on
-//! Ctrl-C); [`client`] speaks MCP over the pipe; [`http`] speaks it to remote
-//! servers; [`capture`] writes the result with its provenance.
+//! bubblewrap, or [`firecracker`] boots the same image under Firecracker
+//! (configured over [`firecracker_api`]); [`process`] owns child processes
+//! (killed on drop and on Ctrl-C); [`client`] speaks MCP over the pipe;
+//! [`http`] speaks it to remote servers; [`capture`] writes the result with
+//! its provenance.
 
 pub mod capture;
 pub mod client;
+pub mod firecracker;
+pub mod firecracker_api;
 pub mod http;
 pub mod image;
 pub mod process;
@@ -54,6 +58,14 @@ pub enum RunnerError {
         /// The limit.
         secs: u64,
         /// The last lines of stderr.
+        stderr_tail: String,
+    },
+    /// The VM could not be started or configured.
+    #[error("{msg}{}", tail_note(.stderr_tail))]
+    Vm {
+        /// What went wrong.
+        msg: String,
+        /// The VM's console so far.
         stderr_tail: String,
     },
     /// A file operation failed.
@@ -132,6 +144,8 @@ pub struct FetchOptions {
     pub vm: vm::VmConfig,
     /// Accelerator choice.
     pub accel: vm::AccelChoice,
+    /// Which VMM runs the microVM.
+    pub backend: firecracker::BackendChoice,
     /// Environment variables given to the server (placeholders for secrets).
     pub env: Vec<(String, String)>,
     /// Extra arguments after the server's entry point.
@@ -220,17 +234,23 @@ pub fn fetch(target: &Target, opts: &FetchOptions) -> Result<Value, RunnerError>
                     write_guest_launcher(&prepared, &argv, &opts.env)?;
                     let disk = work.path.join("app.ext4");
                     image::make_ext4(&prepared.dir, &disk, "app")?;
-                    let (accel, why) = vm::choose_accel(&image, opts.accel)?;
-                    if let Some(why) = why {
-                        prov.notes.push(format!("KVM not used: {why}"));
-                    }
-                    prov.backend = "qemu-microvm".into();
-                    prov.accelerator = Some(accel.name().into());
+                    let (backend, notes) = firecracker::choose(&image, opts.backend, opts.accel)?;
+                    prov.notes.extend(notes);
+                    prov.backend = backend.name().into();
+                    prov.accelerator = Some(backend.accel().name().into());
                     prov.image_hash = Some(image.id());
                     prov.argv = argv;
-                    let cmd = vm::command(&image, Some(&disk), &opts.vm, accel)?;
-                    prov.prepare_s = Some(t0.elapsed().as_secs_f64());
-                    run_stdio(cmd, opts, &mut prov, t0)
+                    match backend {
+                        firecracker::Backend::Qemu(accel) => {
+                            let cmd = vm::command(&image, Some(&disk), &opts.vm, accel)?;
+                            prov.prepare_s = Some(t0.elapsed().as_secs_f64());
+                            run_stdio(cmd, opts, &mut prov, t0)
+                        }
+                        firecracker::Backend::Firecracker => {
+                            prov.prepare_s = Some(t0.elapsed().as_secs_f64());
+                            run_firecracker(&image, &disk, &work.path, opts, &mut prov, t0)
+                        }
+                    }
                 }
             };
             drop(work);
@@ -377,16 +397,77 @@ fn run_stdio(
     t0: Instant,
 ) -> Result<Manifest, RunnerError> {
     let program = cmd.get_program().to_string_lossy().into_owned();
-    let (mut run, stdin, stdout) =
+    let (run, stdin, stdout) =
         Running::spawn(cmd).map_err(|e| RunnerError::io(&format!("starting {program}"), e))?;
     let spawned = Instant::now();
-    let pipe = LinePipe::new(
-        Box::new(stdin),
-        Box::new(stdout),
-        opts.client.max_bytes,
-        opts.client.max_line,
-    );
     let watchdog = Watchdog::start(run.id(), opts.timeout);
+    session(
+        run,
+        watchdog,
+        (Box::new(stdin), Box::new(stdout)),
+        spawned,
+        opts,
+        prov,
+        t0,
+    )
+}
+
+/// Boots the package under Firecracker and runs the session over the
+/// guest's vsock connection (the module docs of [`firecracker`] say why).
+fn run_firecracker(
+    image: &image::Image,
+    disk: &std::path::Path,
+    work: &std::path::Path,
+    opts: &FetchOptions,
+    prov: &mut capture::Provenance,
+    t0: Instant,
+) -> Result<Manifest, RunnerError> {
+    let spawned = Instant::now();
+    let mut vm = firecracker::start(image, Some(disk), &opts.vm, work)?;
+    let watchdog = Watchdog::start(vm.run.id(), opts.timeout);
+    // The guest connects when its server is about to start (boot included),
+    // so that wait gets the first answer's limit too.
+    let limit = opts.client.handshake_timeout.min(opts.timeout);
+    let stream = match vm.accept(limit) {
+        Ok(s) => s,
+        Err(e) => {
+            watchdog.stop();
+            prov.stderr_tail = e.tail.clone();
+            return Err(e.into());
+        }
+    };
+    let reader = stream
+        .try_clone()
+        .map_err(|e| RunnerError::io("the guest's vsock connection", e))?;
+    session(
+        vm.run,
+        watchdog,
+        (Box::new(firecracker::VsockWriter(stream)), Box::new(reader)),
+        spawned,
+        opts,
+        prov,
+        t0,
+    )
+}
+
+/// The server's input and output.
+type Stdio = (
+    Box<dyn std::io::Write + Send>,
+    Box<dyn std::io::Read + Send>,
+);
+
+/// One MCP session over `io` with a server (or VM) already running, under
+/// its wall-clock watchdog; then the server is ended and its stderr kept.
+fn session(
+    mut run: Running,
+    watchdog: Watchdog,
+    io: Stdio,
+    spawned: Instant,
+    opts: &FetchOptions,
+    prov: &mut capture::Provenance,
+    t0: Instant,
+) -> Result<Manifest, RunnerError> {
+    let pipe = LinePipe::new(io.0, io.1, opts.client.max_bytes, opts.client.max_line);
     let mut client = Client::new(pipe, opts.client.clone());
     let result = client.fetch();
     // Closing stdin asks the server (and so the guest) to end.

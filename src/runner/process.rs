@@ -198,6 +198,44 @@ impl Running {
         ))
     }
 
+    /// Spawns `cmd` in a new process group with no stdin and its stdout and
+    /// stderr both on one pipe, kept as the tail (for a VMM whose stdout is
+    /// the guest's serial console and whose stderr is its own log, when the
+    /// MCP channel is elsewhere).
+    pub fn spawn_console(mut cmd: Command) -> std::io::Result<Running> {
+        use std::os::unix::process::CommandExt;
+        install_interrupt_handler();
+        // A socket pair rather than a pipe: std creates it close-on-exec, so
+        // no other child inherits an end of it (std's own pipe() needs a
+        // newer Rust than this crate's minimum).
+        let (reader, writer) = std::os::unix::net::UnixStream::pair()?;
+        let writer = std::os::fd::OwnedFd::from(writer);
+        cmd.stdin(Stdio::null())
+            .stdout(Stdio::from(writer.try_clone()?))
+            .stderr(Stdio::from(writer));
+        cmd.process_group(0);
+        let started = Instant::now();
+        let child = cmd.spawn();
+        // Our copies of the write end must go, or the reader never sees EOF.
+        drop(cmd);
+        let child = child?;
+        if let Ok(mut r) = registry().lock() {
+            r.pids.push(child.id());
+        }
+        let tail = Tail::default();
+        let t2 = tail.clone();
+        let handle = std::thread::Builder::new()
+            .name("vmm-console".into())
+            .spawn(move || t2.drain(reader))
+            .ok();
+        Ok(Running {
+            child,
+            stderr: tail,
+            started,
+            stderr_thread: handle,
+        })
+    }
+
     /// The exit status if the child has exited (without waiting).
     pub fn finish_if_exited(&mut self) -> Option<std::process::ExitStatus> {
         self.child.try_wait().ok().flatten()
