@@ -21,7 +21,7 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BENIGN = os.path.join(ROOT, "..", "shared", "datasets", "benign")
-BIN = os.path.join(ROOT, "target", "debug", "mcplint")
+BIN = os.environ.get("MCPLINT_BIN") or os.path.join(ROOT, "target", "debug", "mcplint")
 
 
 def dummy(key):
