@@ -64,12 +64,16 @@ fn fetch(args: &[&str]) -> Run {
     Run { out, secs, capture }
 }
 
+/// Runs the fake server. The default limits (60 s) are far above what any
+/// mode needs, so a test that asserts an early end (well under 60 s) proves
+/// the mechanism it tests fired, not a default limit, and stays robust on a
+/// loaded machine.
 fn fake(mode: &str, extra: &[&str]) -> Run {
     let script = fixture("fake_server.py");
     let script = script.to_str().expect("utf-8 path");
     let mut args: Vec<&str> = vec!["--no-sandbox"];
     args.extend_from_slice(extra);
-    for (flag, default) in [("--handshake-timeout", "5"), ("--request-timeout", "3")] {
+    for (flag, default) in [("--handshake-timeout", "60"), ("--request-timeout", "60")] {
         if !extra.contains(&flag) {
             args.extend_from_slice(&[flag, default]);
         }
@@ -188,7 +192,7 @@ fn legacy_server_that_ignores_the_probe_falls_back_without_waiting() {
     let r = fake("ignore_discover", &[]);
     assert_eq!(r.code(), 0, "{}", r.stderr());
     assert_eq!(r.cap()["capture"]["era"], "legacy");
-    assert!(r.secs < 5.0, "took {:.1} s", r.secs);
+    assert!(r.secs < 30.0, "took {:.1} s", r.secs);
 }
 
 #[test]
@@ -225,7 +229,7 @@ fn garbage_answers_end_in_a_timeout() {
     assert_eq!(r.code(), 2);
     assert!(r.stderr().contains("did not answer"), "{}", r.stderr());
     assert!(r.capture.is_none());
-    assert!(r.secs < 8.0, "took {:.1} s", r.secs);
+    assert!(r.secs < 20.0, "took {:.1} s", r.secs);
 }
 
 #[test]
@@ -238,7 +242,7 @@ fn server_that_never_answers_times_out() {
         "{}",
         r.stderr()
     );
-    assert!(r.secs < 6.0, "took {:.1} s", r.secs);
+    assert!(r.secs < 20.0, "took {:.1} s", r.secs);
 }
 
 #[test]
@@ -251,7 +255,7 @@ fn hang_after_initialize_times_out_on_tools_list() {
         "{}",
         r.stderr()
     );
-    assert!(r.secs < 7.0, "took {:.1} s", r.secs);
+    assert!(r.secs < 20.0, "took {:.1} s", r.secs);
 }
 
 #[test]
@@ -259,7 +263,7 @@ fn wall_clock_limit_kills_the_server() {
     let r = fake("silent", &["--handshake-timeout", "60", "--timeout", "2"]);
     assert_eq!(r.code(), 2);
     assert!(r.stderr().contains("wall-clock limit"), "{}", r.stderr());
-    assert!(r.secs < 6.0, "took {:.1} s", r.secs);
+    assert!(r.secs < 20.0, "took {:.1} s", r.secs);
 }
 
 #[test]
@@ -271,7 +275,7 @@ fn stdout_flood_hits_the_byte_cap() {
         "{}",
         r.stderr()
     );
-    assert!(r.secs < 8.0, "took {:.1} s", r.secs);
+    assert!(r.secs < 30.0, "took {:.1} s", r.secs);
 }
 
 #[test]
