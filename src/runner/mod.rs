@@ -9,6 +9,7 @@
 
 pub mod capture;
 pub mod client;
+pub mod egress;
 pub mod http;
 pub mod image;
 pub mod process;
