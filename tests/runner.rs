@@ -386,6 +386,7 @@ fn remote_streamable_http_json_and_sse() {
         assert_eq!(names(c, "tools"), ["t0", "t1", "t2"], "{mode}");
         assert_eq!(c["tools"][2]["x-extra"], 2);
         assert_eq!(c["capture"]["sandbox"]["boundary"], "remote");
+        assert_eq!(c["capture"]["transport"], "streamable-http");
         assert_eq!(c["serverInfo"]["name"], "fake-http");
     }
 }
@@ -399,6 +400,104 @@ fn remote_without_credentials_fails_clearly() {
     let _ = child.wait();
     assert_eq!(r.code(), 2);
     assert!(r.stderr().contains("unauthorized"), "{}", r.stderr());
+}
+
+/// Starts the fake legacy HTTP+SSE server and returns (child, port).
+fn sse_server(mode: &str) -> (std::process::Child, u16) {
+    use std::io::BufRead;
+    let mut child = Command::new("python3")
+        .arg(fixture("fake_sse.py"))
+        .arg(mode)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start fake sse server");
+    let mut line = String::new();
+    let stdout = child.stdout.take().expect("stdout");
+    std::io::BufReader::new(stdout)
+        .read_line(&mut line)
+        .expect("port");
+    (child, line.trim().parse().expect("a port number"))
+}
+
+#[test]
+fn remote_legacy_sse_by_fallback_and_by_choice() {
+    for (mode, transport) in [("relative", "auto"), ("absolute", "sse")] {
+        let (mut child, port) = sse_server(mode);
+        let url = format!("http://127.0.0.1:{port}/sse");
+        let r = fetch(&[
+            &url,
+            "--transport",
+            transport,
+            "--header",
+            "Authorization: Bearer sse-token",
+            "--handshake-timeout",
+            "5",
+            "--request-timeout",
+            "5",
+        ]);
+        let _ = child.kill();
+        let _ = child.wait();
+        assert_eq!(r.code(), 0, "{mode}: {}", r.stderr());
+        let c = r.cap();
+        assert_eq!(names(c, "tools"), ["sse_t0", "sse_t1", "sse_t2"], "{mode}");
+        assert_eq!(c["tools"][2]["x-keep"], 2);
+        assert_eq!(c["protocolVersion"], "2024-11-05");
+        assert_eq!(c["instructions"], "legacy");
+        assert_eq!(c["capture"]["transport"], "sse");
+        assert_eq!(
+            c["capture"]["server_messages"][0]["method"],
+            "notifications/message"
+        );
+        let fell_back = c["capture"]["notes"].as_array().is_some_and(|n| {
+            n.iter()
+                .any(|n| n.as_str().unwrap_or("").contains("HTTP 405"))
+        });
+        assert_eq!(fell_back, transport == "auto", "{mode}: {c}");
+    }
+}
+
+#[test]
+fn remote_legacy_sse_refusals() {
+    // Streamable HTTP only: the 405 is the answer, no fallback.
+    let (mut child, port) = sse_server("relative");
+    let url = format!("http://127.0.0.1:{port}/sse");
+    let r = fetch(&[
+        &url,
+        "--transport",
+        "streamable-http",
+        "--header",
+        "Authorization: Bearer sse-token",
+        "--handshake-timeout",
+        "5",
+    ]);
+    assert_eq!(r.code(), 2);
+    assert!(r.stderr().contains("HTTP 405"), "{}", r.stderr());
+    assert!(!r.stderr().contains("HTTP+SSE"), "{}", r.stderr());
+    // Without the credentials the stream itself is refused.
+    let r = fetch(&[&url, "--transport", "sse", "--handshake-timeout", "5"]);
+    let _ = child.kill();
+    let _ = child.wait();
+    assert_eq!(r.code(), 2);
+    assert!(r.stderr().contains("HTTP 401"), "{}", r.stderr());
+    // An endpoint on another origin would receive our POSTs and headers.
+    let (mut child, port) = sse_server("elsewhere");
+    let url = format!("http://127.0.0.1:{port}/sse");
+    let r = fetch(&[
+        &url,
+        "--header",
+        "Authorization: Bearer sse-token",
+        "--handshake-timeout",
+        "5",
+    ]);
+    let _ = child.kill();
+    let _ = child.wait();
+    assert_eq!(r.code(), 2);
+    assert!(
+        r.stderr().contains("not on the stream's origin"),
+        "{}",
+        r.stderr()
+    );
 }
 
 #[test]

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use crate::display::visible;
 use crate::runner::client::{ClientOptions, EraChoice};
+use crate::runner::http::HttpChoice;
 use crate::runner::source::Source;
 use crate::runner::vm::{AccelChoice, VmConfig};
 use crate::runner::{FetchOptions, RunnerError, Sandbox, Target};
@@ -95,9 +96,26 @@ pub struct Args {
     /// never real secrets). Repeatable.
     #[arg(long = "env", value_name = "KEY=VALUE")]
     pub env: Vec<String>,
+    /// A declared secret: the server gets NAME=mcplint-placeholder-NAME
+    /// (never a real credential), recorded as a secret placeholder in the
+    /// capture. Repeatable.
+    #[arg(long = "secret", value_name = "NAME")]
+    pub secrets: Vec<String>,
+    /// Let the server open HTTPS connections (port 443 only) to HOST, for
+    /// servers that must reach their own API even to list tools. microVM
+    /// only. Goes through a proxy in mcplint that refuses private, loopback,
+    /// link-local, CGNAT and metadata addresses and logs every attempt in the
+    /// capture. Repeatable; without it the VM has no network device.
+    #[arg(long = "allow-host", value_name = "HOST")]
+    pub allow_hosts: Vec<String>,
     /// An HTTP header for remote servers, 'Name: value'. Repeatable.
     #[arg(long = "header", value_name = "HEADER")]
     pub headers: Vec<String>,
+    /// The transport for a remote server: Streamable HTTP with a fallback to
+    /// the legacy HTTP+SSE transport when its initialize POST gets a 4xx
+    /// (auto), or one of them only.
+    #[arg(long, value_enum, default_value_t = HttpChoice::Auto)]
+    pub transport: HttpChoice,
 }
 
 fn usage(msg: impl Into<String>) -> RunnerError {
@@ -158,6 +176,19 @@ pub fn run(args: &Args) -> Result<i32, RunnerError> {
         }
         env.push((k.to_owned(), v.to_owned()));
     }
+    for name in &args.secrets {
+        if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+            return Err(usage(format!(
+                "--secret {}: bad variable name",
+                visible(name)
+            )));
+        }
+        if env.iter().any(|(k, _)| k == name) {
+            return Err(usage(format!(
+                "--secret {name} and --env {name}=…: a secret always gets a placeholder; give it once, with --secret"
+            )));
+        }
+    }
     let mut headers = Vec::new();
     for h in &args.headers {
         let Some((k, v)) = h.split_once(':') else {
@@ -174,6 +205,7 @@ pub fn run(args: &Args) -> Result<i32, RunnerError> {
         max_bytes: args.max_bytes,
         era: args.era,
         legacy_version: args.protocol_version.clone(),
+        http_transport: args.transport,
         ..ClientOptions::default()
     };
     if let Some(ci) = &args.client_info {
@@ -197,6 +229,8 @@ pub fn run(args: &Args) -> Result<i32, RunnerError> {
         headers,
         source_text,
         notes,
+        allow_hosts: args.allow_hosts.clone(),
+        secrets: args.secrets.clone(),
     };
     let (capture, code) = if args.identities.is_empty() {
         (crate::runner::fetch(&target, &opts)?, super::EXIT_OK)

@@ -178,7 +178,10 @@ fn forbidden_v6(ip: Ipv6Addr) -> Option<&'static str> {
 /// Addresses, ports, wildcards and single-label names are refused with a
 /// reason: the guest reaches a host through its name only.
 pub fn parse_host(s: &str) -> Result<String, String> {
-    let h = s.trim().trim_end_matches('.').to_ascii_lowercase();
+    let h = s.trim().to_ascii_lowercase();
+    // An explicit :443 says what is allowed anyway.
+    let h = h.strip_suffix(":443").unwrap_or(&h).trim_end_matches('.');
+    let h = h.to_owned();
     if h.is_empty() {
         return Err("an empty host name".into());
     }
@@ -687,7 +690,7 @@ mod tests {
             "1.2.3.4",
             "::1",
             "[::1]",
-            "api.example.com:443",
+            "api.example.com:8443",
             "*.example.com",
             "exa mple.com",
             "-a.example.com",

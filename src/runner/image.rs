@@ -72,6 +72,10 @@ const MODULES: &[&str] = &[
     "virtio_blk",
     "virtio_console",
     "virtio-rng",
+    // Only loaded when hosts are allowed (`mcplint.net=`).
+    "failover",
+    "net_failover",
+    "virtio_net",
 ];
 
 /// A built image.

@@ -14,6 +14,7 @@ pub mod http;
 pub mod image;
 pub mod process;
 pub mod source;
+pub mod sse;
 pub mod vm;
 
 use std::path::PathBuf;
@@ -143,24 +144,53 @@ pub struct FetchOptions {
     pub source_text: String,
     /// Notes to record.
     pub notes: Vec<String>,
+    /// Hosts the server may reach on port 443 through the egress proxy
+    /// (microVM only; empty = no network device at all).
+    pub allow_hosts: Vec<String>,
+    /// Names of declared secrets: each is given a placeholder value
+    /// (whatever `env` says), recorded as such in the capture.
+    pub secrets: Vec<String>,
+}
+
+/// The value a declared secret is given: never a real credential.
+pub fn secret_placeholder(name: &str) -> String {
+    format!("mcplint-placeholder-{name}")
 }
 
 /// Fetches a manifest and returns the capture document.
 pub fn fetch(target: &Target, opts: &FetchOptions) -> Result<Value, RunnerError> {
     process::install_interrupt_handler();
     let t0 = Instant::now();
+    // Secrets get placeholders, whatever value came with them.
+    let mut env: Vec<(String, String)> = opts
+        .env
+        .iter()
+        .filter(|(k, _)| !opts.secrets.contains(k))
+        .cloned()
+        .collect();
+    for name in &opts.secrets {
+        env.push((name.clone(), secret_placeholder(name)));
+    }
+    let opts = &FetchOptions {
+        env,
+        ..opts.clone()
+    };
+    let hosts = checked_hosts(target, opts)?;
     let mut prov = capture::Provenance {
         source: opts.source_text.clone(),
         boundary: opts.sandbox.name().into(),
         notes: opts.notes.clone(),
         env_placeholders: opts.env.iter().map(|(k, _)| k.clone()).collect(),
+        secret_placeholders: opts.secrets.clone(),
         ..Default::default()
     };
     let manifest = match target {
         Target::Source(Source::Remote(url)) => {
             prov.boundary = "remote".into();
             prov.backend = "http".into();
-            let m = http::fetch(url, &opts.headers, &opts.client)?;
+            let (m, transport, note) = http::fetch(url, &opts.headers, &opts.client)?;
+            prov.transport = Some(transport.into());
+            prov.notes.extend(note);
             prov.wall_s = Some(t0.elapsed().as_secs_f64());
             m
         }
@@ -229,9 +259,34 @@ pub fn fetch(target: &Target, opts: &FetchOptions) -> Result<Value, RunnerError>
                     prov.accelerator = Some(accel.name().into());
                     prov.image_hash = Some(image.id());
                     prov.argv = argv;
-                    let cmd = vm::command(&image, Some(&disk), &opts.vm, accel)?;
+                    let egress = if hosts.is_empty() {
+                        None
+                    } else {
+                        let dir = work.path.join("egress");
+                        let proxy = egress::Egress::start(&hosts, &dir)
+                            .map_err(|e| RunnerError::io("starting the egress proxy", e))?;
+                        let relay = std::env::current_exe()
+                            .map_err(|e| RunnerError::io("finding the relay (this program)", e))?;
+                        let spec = vm::EgressSpec {
+                            hosts: hosts.clone(),
+                            socket_dir: dir,
+                            relay,
+                        };
+                        Some((proxy, spec))
+                    };
+                    let cmd = vm::command_with_egress(
+                        &image,
+                        Some(&disk),
+                        &opts.vm,
+                        accel,
+                        egress.as_ref().map(|(_, spec)| spec),
+                    )?;
                     prov.prepare_s = Some(t0.elapsed().as_secs_f64());
-                    run_stdio(cmd, opts, &mut prov, t0)
+                    let r = run_stdio(cmd, opts, &mut prov, t0);
+                    if let Some((proxy, _)) = egress {
+                        prov.egress = Some(proxy.finish());
+                    }
+                    r
                 }
             };
             drop(work);
@@ -239,6 +294,43 @@ pub fn fetch(target: &Target, opts: &FetchOptions) -> Result<Value, RunnerError>
         }
     };
     Ok(capture::build(&manifest, &prov))
+}
+
+/// Checks `allow_hosts` against the target: only a microVM gets a network.
+fn checked_hosts(target: &Target, opts: &FetchOptions) -> Result<Vec<String>, RunnerError> {
+    if opts.allow_hosts.is_empty() {
+        return Ok(Vec::new());
+    }
+    let why = match (target, opts.sandbox) {
+        (Target::Source(Source::Remote(_)), _) => Some(
+            "a remote server runs elsewhere; --allow-host is for servers mcplint starts in a microVM",
+        ),
+        (Target::Command(_), _) | (_, Sandbox::None) => Some(
+            "--no-sandbox gives the server this host's whole network; --allow-host needs the microVM",
+        ),
+        (_, Sandbox::Namespaces) => Some(
+            "--sandbox namespaces has no network at all; --allow-host needs the microVM (the default sandbox)",
+        ),
+        (_, Sandbox::Microvm) => None,
+    };
+    if let Some(why) = why {
+        return Err(RunnerError::Usage(why.into()));
+    }
+    let mut hosts: Vec<String> = Vec::new();
+    for h in &opts.allow_hosts {
+        let h =
+            egress::parse_host(h).map_err(|e| RunnerError::Usage(format!("--allow-host {e}")))?;
+        if !hosts.contains(&h) {
+            hosts.push(h);
+        }
+    }
+    if hosts.len() > egress::MAX_HOSTS {
+        return Err(RunnerError::Usage(format!(
+            "at most {} --allow-host hosts",
+            egress::MAX_HOSTS
+        )));
+    }
+    Ok(hosts)
 }
 
 fn host_python() -> String {
@@ -377,6 +469,7 @@ fn run_stdio(
     prov: &mut capture::Provenance,
     t0: Instant,
 ) -> Result<Manifest, RunnerError> {
+    prov.transport = Some("stdio".into());
     let program = cmd.get_program().to_string_lossy().into_owned();
     let (mut run, stdin, stdout) =
         Running::spawn(cmd).map_err(|e| RunnerError::io(&format!("starting {program}"), e))?;
