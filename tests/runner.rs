@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::Instant;
 
-use serde_json::Value;
+use serde_json::{json, Value};
 
 fn bin() -> &'static str {
     env!("CARGO_BIN_EXE_mcplint")
@@ -328,6 +328,64 @@ fn command_needs_no_sandbox() {
 }
 
 #[test]
+fn secrets_get_placeholders_recorded_as_such() {
+    let r = fake("env", &["--secret", "API_TOKEN", "--env", "REGION=eu-1"]);
+    assert_eq!(r.code(), 0, "{}", r.stderr());
+    let c = r.cap();
+    let seen: Value =
+        serde_json::from_str(c["instructions"].as_str().unwrap_or("")).expect("instructions");
+    assert_eq!(seen["API_TOKEN"], "mcplint-placeholder-API_TOKEN");
+    assert_eq!(seen["REGION"], "eu-1");
+    assert_eq!(
+        c["capture"]["secrets_given_placeholders"],
+        json!(["API_TOKEN"])
+    );
+    assert_eq!(
+        c["capture"]["env_keys_with_dummy_values"],
+        json!(["REGION", "API_TOKEN"])
+    );
+    // A secret never takes a value from the command line.
+    let r = fake("env", &["--secret", "API_TOKEN", "--env", "API_TOKEN=real"]);
+    assert_eq!(r.code(), 2);
+    assert!(r.stderr().contains("placeholder"), "{}", r.stderr());
+}
+
+#[test]
+fn allow_host_is_checked_before_anything_runs() {
+    let hostile = format!("file:{}", fixture("hostile").display());
+    for (args, expect) in [
+        (
+            vec![
+                "--sandbox",
+                "namespaces",
+                "--allow-host",
+                "api.example.com",
+                &hostile,
+            ],
+            "no network at all",
+        ),
+        (
+            vec![
+                "--allow-host",
+                "api.example.com",
+                "https://mcp.example.com/mcp",
+            ],
+            "remote server",
+        ),
+        (
+            vec!["--allow-host", "169.254.169.254", &hostile],
+            "not an address",
+        ),
+        (vec!["--allow-host", "*.example.com", &hostile], "wildcards"),
+        (vec!["--allow-host", "api.example.com:80", &hostile], "443"),
+    ] {
+        let r = fetch(&args);
+        assert_eq!(r.code(), 2, "{args:?}");
+        assert!(r.stderr().contains(expect), "{args:?}: {}", r.stderr());
+    }
+}
+
+#[test]
 fn unpinned_sources_are_refused() {
     for src in [
         "npm:left-pad",
@@ -624,6 +682,22 @@ fn microvm_hostile_battery_and_real_servers() {
         &canary_s,
         &port,
     ]);
+    // The spy again, with one allowed host: the VM gets a network whose
+    // only exit is that name on port 443, through mcplint's proxy. (No
+    // internet in tests: the `.test` name never resolves, so the proxy
+    // refuses; the proxy's splicing and address policy have unit tests.)
+    let net = vm_fetch(&[
+        &src,
+        "--allow-host",
+        "allowed.mcplint.test",
+        "--timeout",
+        "150",
+        "--",
+        "spy",
+        &canary_s,
+        &port,
+        "allowed.mcplint.test",
+    ]);
     let accepted = listener.accept().is_ok();
     let after = std::fs::read_to_string(&canary).unwrap_or_default();
     let _ = std::fs::remove_file(&canary);
@@ -637,7 +711,44 @@ fn microvm_hostile_battery_and_real_servers() {
     for k in ["loopback", "gateway", "metadata"] {
         assert_ne!(ns_report[k], "CONNECTED", "{k}: {ns_report}");
     }
+    assert_eq!(net.code(), 0, "{}", net.stderr());
+    let net_report: Value = serde_json::from_str(
+        net.cap()["tools"][0]["description"]
+            .as_str()
+            .unwrap_or("{}"),
+    )
+    .expect("spy report");
+    assert!(
+        net_report["hosts"]
+            .as_str()
+            .unwrap_or("")
+            .contains("10.0.2.100 allowed.mcplint.test"),
+        "{net_report}"
+    );
+    assert_eq!(net_report["interfaces"], "lo,eth0", "{net_report}");
+    for k in [
+        "loopback",
+        "gateway",
+        "gateway_443",
+        "metadata",
+        "public",
+        "allowed_80",
+    ] {
+        assert_ne!(net_report[k], "CONNECTED", "{k}: {net_report}");
+    }
+    // The connection to the allowed name reached the proxy, which logged it
+    // (and refused it: the name does not resolve).
+    let log = &net.cap()["capture"]["network"];
+    assert_eq!(
+        log["allowed_hosts"][0]["guest_address"], "10.0.2.100",
+        "{log}"
+    );
+    assert_eq!(log["attempts"][0]["host"], "allowed.mcplint.test", "{log}");
+    assert_eq!(log["attempts"][0]["verdict"], "refused", "{log}");
+    assert_eq!(log["port"], 443);
+    eprintln!("spy with --allow-host: {:.1} s", net.secs);
     assert_eq!(r.code(), 0, "{}", r.stderr());
+    assert_eq!(r.cap()["capture"]["network"], "none");
     assert_eq!(after, secret, "the canary changed");
     assert!(!accepted, "the guest reached the host's loopback");
     let c = r.cap();

@@ -219,11 +219,15 @@ pub fn command_with_egress(
         "-display",
         "none",
     ])
-    // With allowed hosts QEMU must start the relay per guest connection.
+    // With allowed hosts QEMU must start the relay per guest connection:
+    // that needs fork/exec, and setsid (which QEMU files under "elevate
+    // privileges") in the child libslirp forks. Nothing is gained by it
+    // here: bubblewrap has dropped every capability, set no_new_privs and
+    // mapped QEMU to an unprivileged user.
     .args([
         "-sandbox",
         if egress.is_some() {
-            "on,obsolete=deny,elevateprivileges=deny,spawn=allow,resourcecontrol=deny"
+            "on,obsolete=deny,elevateprivileges=allow,spawn=allow,resourcecontrol=deny"
         } else {
             "on,obsolete=deny,elevateprivileges=deny,spawn=deny,resourcecontrol=deny"
         },
