@@ -18,7 +18,9 @@ Sources:
   npm:PKG@VERSION        an exact npm version (installed with scripts off)
   pypi:PKG==VERSION      an exact PyPI version (wheels only; sdists are refused)
   file:PATH              a local npm tarball or package folder, or a wheel
-  https://HOST/PATH      a remote Streamable HTTP server (no VM: nothing runs here)
+  https://HOST/PATH      a remote server (no VM: nothing runs here): Streamable
+                         HTTP, or the legacy HTTP+SSE transport (2024-11-05)
+                         when the initialize POST gets a 4xx (--transport)
   --command -- CMD ARGS  a local stdio server, only with --no-sandbox
 
 The package is downloaded and unpacked on this host without running any of it,
@@ -26,11 +28,26 @@ then started in a microVM (QEMU microvm, KVM when it really works, else TCG)
 with no network device, read-only disks and no secrets. Run `mcplint runner
 setup` once first.
 
+Secrets: each --secret NAME (and each isSecret variable of a server.json, or
+`secrets` in mcplint.toml) is given the value mcplint-placeholder-NAME, never a
+real credential; the capture lists them in secrets_given_placeholders.
+
+Network: --allow-host HOST gives the VM a restricted network whose only exits
+are HOST:443 for each allowed host (the guest's /etc/hosts maps each name to
+10.0.2.100, .101, ...). Every connection goes through a proxy in mcplint that
+resolves the name itself, refuses it when any address is private, loopback,
+link-local, CGNAT, unique-local or a cloud metadata address, connects on port
+443 only (TLS stays end to end) and logs the attempt in the capture's
+`network` block. Not with --sandbox namespaces (no network there) or
+--no-sandbox.
+
 Examples:
   mcplint fetch npm:@modelcontextprotocol/server-memory@2026.8.31 -o memory.json
   mcplint fetch pypi:mcp-server-time==2026.10.19 -o time.json
   mcplint fetch --sandbox namespaces npm:@eslint/mcp@0.3.13
   mcplint fetch https://mcp.example.com/mcp --header 'Authorization: Bearer x'
+  mcplint fetch https://old.example.com/sse --transport sse
+  mcplint fetch npm:@acme/weather-mcp@1.4.2 --secret WEATHER_KEY --allow-host api.weather.example
   mcplint fetch --no-sandbox --command -- python3 my_server.py")]
 pub struct Args {
     /// What to fetch (see below).
