@@ -104,9 +104,9 @@ pub fn current_manifest(cfg: &ServerConfig, opts: &LoadOptions) -> Result<Curren
         // A server.json or client config says how to launch, not what tools:
         // fetch the pinned package it names with the runner.
         return match package_source(&loaded, &cfg.name) {
-            Some((source_text, env, secrets)) => {
-                let mut current = fetch_live(cfg, &source_text, env, secrets, opts)?;
-                current.package = Some(source_text);
+            Some(p) => {
+                let mut current = fetch_live(cfg, &p.source, p.env, p.secrets, opts)?;
+                current.package = Some(p.source);
                 Ok(current)
             }
             None => Err(needs_runner()),
@@ -144,10 +144,7 @@ pub fn current_manifest(cfg: &ServerConfig, opts: &LoadOptions) -> Result<Curren
 /// several), with a placeholder for each environment variable it declares
 /// (a server is never given a real credential), and the names of those it
 /// marks secret (`isSecret`).
-fn package_source(
-    loaded: &Loaded,
-    name: &str,
-) -> Option<(String, Vec<(String, String)>, Vec<String>)> {
+fn package_source(loaded: &Loaded, name: &str) -> Option<PackageSource> {
     let launches: Vec<&crate::manifest::Launch> = loaded
         .servers
         .iter()
@@ -182,7 +179,21 @@ fn package_source(
         .filter(|e| e.secret)
         .map(|e| e.name.value.clone())
         .collect();
-    Some((source, env, secrets))
+    Some(PackageSource {
+        source,
+        env,
+        secrets,
+    })
+}
+
+/// What [`package_source`] found.
+struct PackageSource {
+    /// `npm:ID@VERSION` or `pypi:ID==VERSION`.
+    source: String,
+    /// Each declared variable with its placeholder.
+    env: Vec<(String, String)>,
+    /// The names of those marked secret.
+    secrets: Vec<String>,
 }
 
 /// Fetches a package or remote source with the runner (a throwaway microVM for
@@ -270,7 +281,11 @@ mod tests {
             &LoadOptions::default(),
         )
         .expect("loads");
-        let (source, env, secrets) = package_source(&loaded, "weather").expect("a package");
+        let PackageSource {
+            source,
+            env,
+            secrets,
+        } = package_source(&loaded, "weather").expect("a package");
         assert_eq!(source, "npm:@acme/weather-mcp@1.4.2");
         assert_eq!(
             env,

@@ -452,7 +452,7 @@ fn handle(s: &Shared, conn: UnixStream) {
     }
     let host = String::from_utf8_lossy(&line).trim().to_owned();
     a.host = crate::display::visible_short(&host, 260);
-    if !s.hosts.iter().any(|h| *h == host) {
+    if !s.hosts.contains(&host) {
         a.reason = Some("not an allowed host".into());
         record(s, a);
         return;
