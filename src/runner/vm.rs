@@ -385,3 +385,26 @@ fn probe_kvm(image: &Image) -> Result<(), String> {
         LIMIT.as_secs()
     ))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_network_exists_only_for_allowed_hosts() {
+        let spec = EgressSpec {
+            hosts: vec!["api.example.com".into(), "auth.example.com".into()],
+            socket_dir: PathBuf::from("/tmp/x"),
+            relay: PathBuf::from("/bin/true"),
+        };
+        assert_eq!(
+            netdev(&spec),
+            "user,id=n0,restrict=on,ipv6=off,\
+             guestfwd=tcp:10.0.2.100:443-cmd:/relay/mcplint runner egress-relay /egress/egress.sock api.example.com,\
+             guestfwd=tcp:10.0.2.101:443-cmd:/relay/mcplint runner egress-relay /egress/egress.sock auth.example.com"
+        );
+        let with = cmdline_with(Accel::Kvm, false, Some(&spec));
+        assert!(with.ends_with(" mcplint.net=api.example.com,auth.example.com"));
+        assert!(!cmdline_with(Accel::Kvm, false, None).contains("mcplint.net"));
+    }
+}
