@@ -286,7 +286,7 @@ pub fn fetch(target: &Target, opts: &FetchOptions) -> Result<Value, RunnerError>
                     if let Some((proxy, _)) = egress {
                         prov.egress = Some(proxy.finish());
                     }
-                    r
+                    r.map_err(|e| with_egress_log(e, prov.egress.as_ref()))
                 }
             };
             drop(work);
@@ -331,6 +331,50 @@ fn checked_hosts(target: &Target, opts: &FetchOptions) -> Result<Vec<String>, Ru
         )));
     }
     Ok(hosts)
+}
+
+/// A failed session's error, with what the egress proxy saw appended to the
+/// stderr tail (a server that fails because a host it needs was refused
+/// says so there).
+fn with_egress_log(e: RunnerError, log: Option<&Value>) -> RunnerError {
+    let Some(attempts) = log
+        .and_then(|l| l.get("attempts"))
+        .and_then(Value::as_array)
+    else {
+        return e;
+    };
+    let lines: Vec<String> = attempts
+        .iter()
+        .rev()
+        .take(5)
+        .rev()
+        .map(|a| {
+            format!(
+                "[mcplint egress] {} {}{}",
+                a["host"].as_str().unwrap_or("?"),
+                a["verdict"].as_str().unwrap_or("?"),
+                a["reason"]
+                    .as_str()
+                    .map(|r| format!(": {r}"))
+                    .unwrap_or_default()
+            )
+        })
+        .collect();
+    if lines.is_empty() {
+        return e;
+    }
+    let add = |tail: String| format!("{tail}\n{}", lines.join("\n"));
+    match e {
+        RunnerError::Session { error, stderr_tail } => RunnerError::Session {
+            error,
+            stderr_tail: add(stderr_tail),
+        },
+        RunnerError::WallClock { secs, stderr_tail } => RunnerError::WallClock {
+            secs,
+            stderr_tail: add(stderr_tail),
+        },
+        other => other,
+    }
 }
 
 fn host_python() -> String {
@@ -537,5 +581,31 @@ impl Watchdog {
     fn stop(self) -> bool {
         let _ = self.stop.send(());
         self.handle.join().unwrap_or(false)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_failed_session_shows_what_the_proxy_refused() {
+        let log = serde_json::json!({"attempts": [
+            {"host": "api.example.com", "verdict": "refused", "reason": "resolves to 10.0.0.1: private (10.0.0.0/8)"}
+        ]});
+        let e = RunnerError::Session {
+            error: ClientError::Closed {
+                method: "tools/list".into(),
+            },
+            stderr_tail: "Error: fetch failed".into(),
+        };
+        let text = with_egress_log(e, Some(&log)).to_string();
+        assert!(
+            text.contains("[mcplint egress] api.example.com refused: resolves to 10.0.0.1"),
+            "{text}"
+        );
+        // Without a log, the error is unchanged.
+        let e = RunnerError::Usage("x".into());
+        assert_eq!(with_egress_log(e, None).to_string(), "x");
     }
 }
