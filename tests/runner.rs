@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::Instant;
 
-use serde_json::Value;
+use serde_json::{json, Value};
 
 fn bin() -> &'static str {
     env!("CARGO_BIN_EXE_mcplint")
@@ -332,6 +332,64 @@ fn command_needs_no_sandbox() {
 }
 
 #[test]
+fn secrets_get_placeholders_recorded_as_such() {
+    let r = fake("env", &["--secret", "API_TOKEN", "--env", "REGION=eu-1"]);
+    assert_eq!(r.code(), 0, "{}", r.stderr());
+    let c = r.cap();
+    let seen: Value =
+        serde_json::from_str(c["instructions"].as_str().unwrap_or("")).expect("instructions");
+    assert_eq!(seen["API_TOKEN"], "mcplint-placeholder-API_TOKEN");
+    assert_eq!(seen["REGION"], "eu-1");
+    assert_eq!(
+        c["capture"]["secrets_given_placeholders"],
+        json!(["API_TOKEN"])
+    );
+    assert_eq!(
+        c["capture"]["env_keys_with_dummy_values"],
+        json!(["REGION", "API_TOKEN"])
+    );
+    // A secret never takes a value from the command line.
+    let r = fake("env", &["--secret", "API_TOKEN", "--env", "API_TOKEN=real"]);
+    assert_eq!(r.code(), 2);
+    assert!(r.stderr().contains("placeholder"), "{}", r.stderr());
+}
+
+#[test]
+fn allow_host_is_checked_before_anything_runs() {
+    let hostile = format!("file:{}", fixture("hostile").display());
+    for (args, expect) in [
+        (
+            vec![
+                "--sandbox",
+                "namespaces",
+                "--allow-host",
+                "api.example.com",
+                &hostile,
+            ],
+            "no network at all",
+        ),
+        (
+            vec![
+                "--allow-host",
+                "api.example.com",
+                "https://mcp.example.com/mcp",
+            ],
+            "remote server",
+        ),
+        (
+            vec!["--allow-host", "169.254.169.254", &hostile],
+            "not an address",
+        ),
+        (vec!["--allow-host", "*.example.com", &hostile], "wildcards"),
+        (vec!["--allow-host", "api.example.com:80", &hostile], "443"),
+    ] {
+        let r = fetch(&args);
+        assert_eq!(r.code(), 2, "{args:?}");
+        assert!(r.stderr().contains(expect), "{args:?}: {}", r.stderr());
+    }
+}
+
+#[test]
 fn unpinned_sources_are_refused() {
     for src in [
         "npm:left-pad",
@@ -390,6 +448,7 @@ fn remote_streamable_http_json_and_sse() {
         assert_eq!(names(c, "tools"), ["t0", "t1", "t2"], "{mode}");
         assert_eq!(c["tools"][2]["x-extra"], 2);
         assert_eq!(c["capture"]["sandbox"]["boundary"], "remote");
+        assert_eq!(c["capture"]["transport"], "streamable-http");
         assert_eq!(c["serverInfo"]["name"], "fake-http");
     }
 }
@@ -403,6 +462,104 @@ fn remote_without_credentials_fails_clearly() {
     let _ = child.wait();
     assert_eq!(r.code(), 2);
     assert!(r.stderr().contains("unauthorized"), "{}", r.stderr());
+}
+
+/// Starts the fake legacy HTTP+SSE server and returns (child, port).
+fn sse_server(mode: &str) -> (std::process::Child, u16) {
+    use std::io::BufRead;
+    let mut child = Command::new("python3")
+        .arg(fixture("fake_sse.py"))
+        .arg(mode)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start fake sse server");
+    let mut line = String::new();
+    let stdout = child.stdout.take().expect("stdout");
+    std::io::BufReader::new(stdout)
+        .read_line(&mut line)
+        .expect("port");
+    (child, line.trim().parse().expect("a port number"))
+}
+
+#[test]
+fn remote_legacy_sse_by_fallback_and_by_choice() {
+    for (mode, transport) in [("relative", "auto"), ("absolute", "sse")] {
+        let (mut child, port) = sse_server(mode);
+        let url = format!("http://127.0.0.1:{port}/sse");
+        let r = fetch(&[
+            &url,
+            "--transport",
+            transport,
+            "--header",
+            "Authorization: Bearer sse-token",
+            "--handshake-timeout",
+            "5",
+            "--request-timeout",
+            "5",
+        ]);
+        let _ = child.kill();
+        let _ = child.wait();
+        assert_eq!(r.code(), 0, "{mode}: {}", r.stderr());
+        let c = r.cap();
+        assert_eq!(names(c, "tools"), ["sse_t0", "sse_t1", "sse_t2"], "{mode}");
+        assert_eq!(c["tools"][2]["x-keep"], 2);
+        assert_eq!(c["protocolVersion"], "2024-11-05");
+        assert_eq!(c["instructions"], "legacy");
+        assert_eq!(c["capture"]["transport"], "sse");
+        assert_eq!(
+            c["capture"]["server_messages"][0]["method"],
+            "notifications/message"
+        );
+        let fell_back = c["capture"]["notes"].as_array().is_some_and(|n| {
+            n.iter()
+                .any(|n| n.as_str().unwrap_or("").contains("HTTP 405"))
+        });
+        assert_eq!(fell_back, transport == "auto", "{mode}: {c}");
+    }
+}
+
+#[test]
+fn remote_legacy_sse_refusals() {
+    // Streamable HTTP only: the 405 is the answer, no fallback.
+    let (mut child, port) = sse_server("relative");
+    let url = format!("http://127.0.0.1:{port}/sse");
+    let r = fetch(&[
+        &url,
+        "--transport",
+        "streamable-http",
+        "--header",
+        "Authorization: Bearer sse-token",
+        "--handshake-timeout",
+        "5",
+    ]);
+    assert_eq!(r.code(), 2);
+    assert!(r.stderr().contains("HTTP 405"), "{}", r.stderr());
+    assert!(!r.stderr().contains("HTTP+SSE"), "{}", r.stderr());
+    // Without the credentials the stream itself is refused.
+    let r = fetch(&[&url, "--transport", "sse", "--handshake-timeout", "5"]);
+    let _ = child.kill();
+    let _ = child.wait();
+    assert_eq!(r.code(), 2);
+    assert!(r.stderr().contains("HTTP 401"), "{}", r.stderr());
+    // An endpoint on another origin would receive our POSTs and headers.
+    let (mut child, port) = sse_server("elsewhere");
+    let url = format!("http://127.0.0.1:{port}/sse");
+    let r = fetch(&[
+        &url,
+        "--header",
+        "Authorization: Bearer sse-token",
+        "--handshake-timeout",
+        "5",
+    ]);
+    let _ = child.kill();
+    let _ = child.wait();
+    assert_eq!(r.code(), 2);
+    assert!(
+        r.stderr().contains("not on the stream's origin"),
+        "{}",
+        r.stderr()
+    );
 }
 
 #[test]
@@ -529,6 +686,22 @@ fn microvm_hostile_battery_and_real_servers() {
         &canary_s,
         &port,
     ]);
+    // The spy again, with one allowed host: the VM gets a network whose
+    // only exit is that name on port 443, through mcplint's proxy. (No
+    // internet in tests: the `.test` name never resolves, so the proxy
+    // refuses; the proxy's splicing and address policy have unit tests.)
+    let net = vm_fetch(&[
+        &src,
+        "--allow-host",
+        "allowed.mcplint.test",
+        "--timeout",
+        "150",
+        "--",
+        "spy",
+        &canary_s,
+        &port,
+        "allowed.mcplint.test",
+    ]);
     let accepted = listener.accept().is_ok();
     let after = std::fs::read_to_string(&canary).unwrap_or_default();
     let _ = std::fs::remove_file(&canary);
@@ -542,7 +715,44 @@ fn microvm_hostile_battery_and_real_servers() {
     for k in ["loopback", "gateway", "metadata"] {
         assert_ne!(ns_report[k], "CONNECTED", "{k}: {ns_report}");
     }
+    assert_eq!(net.code(), 0, "{}", net.stderr());
+    let net_report: Value = serde_json::from_str(
+        net.cap()["tools"][0]["description"]
+            .as_str()
+            .unwrap_or("{}"),
+    )
+    .expect("spy report");
+    assert!(
+        net_report["hosts"]
+            .as_str()
+            .unwrap_or("")
+            .contains("10.0.2.100 allowed.mcplint.test"),
+        "{net_report}"
+    );
+    assert_eq!(net_report["interfaces"], "lo,eth0", "{net_report}");
+    for k in [
+        "loopback",
+        "gateway",
+        "gateway_443",
+        "metadata",
+        "public",
+        "allowed_80",
+    ] {
+        assert_ne!(net_report[k], "CONNECTED", "{k}: {net_report}");
+    }
+    // The connection to the allowed name reached the proxy, which logged it
+    // (and refused it: the name does not resolve).
+    let log = &net.cap()["capture"]["network"];
+    assert_eq!(
+        log["allowed_hosts"][0]["guest_address"], "10.0.2.100",
+        "{log}"
+    );
+    assert_eq!(log["attempts"][0]["host"], "allowed.mcplint.test", "{log}");
+    assert_eq!(log["attempts"][0]["verdict"], "refused", "{log}");
+    assert_eq!(log["port"], 443);
+    eprintln!("spy with --allow-host: {:.1} s", net.secs);
     assert_eq!(r.code(), 0, "{}", r.stderr());
+    assert_eq!(r.cap()["capture"]["network"], "none");
     assert_eq!(after, secret, "the canary changed");
     assert!(!accepted, "the guest reached the host's loopback");
     let c = r.cap();

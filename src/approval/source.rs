@@ -89,7 +89,7 @@ pub fn current_manifest(cfg: &ServerConfig, opts: &LoadOptions) -> Result<Curren
     let path: &Path = match &cfg.source {
         Source::File(p) | Source::Path(p) => p,
         Source::Npm { .. } | Source::Pypi { .. } | Source::Url(_) => {
-            return fetch_live(cfg, &cfg.source_text, Vec::new(), opts)
+            return fetch_live(cfg, &cfg.source_text, Vec::new(), Vec::new(), opts)
         }
     };
     let loaded = load_file(path, opts)?;
@@ -104,9 +104,9 @@ pub fn current_manifest(cfg: &ServerConfig, opts: &LoadOptions) -> Result<Curren
         // A server.json or client config says how to launch, not what tools:
         // fetch the pinned package it names with the runner.
         return match package_source(&loaded, &cfg.name) {
-            Some((source_text, env)) => {
-                let mut current = fetch_live(cfg, &source_text, env, opts)?;
-                current.package = Some(source_text);
+            Some(p) => {
+                let mut current = fetch_live(cfg, &p.source, p.env, p.secrets, opts)?;
+                current.package = Some(p.source);
                 Ok(current)
             }
             None => Err(needs_runner()),
@@ -141,9 +141,10 @@ pub fn current_manifest(cfg: &ServerConfig, opts: &LoadOptions) -> Result<Curren
 
 /// The runner source (`npm:ID@VERSION`, `pypi:ID==VERSION`) of the npm or PyPI
 /// package a launch spec names (the server called `name` when there are
-/// several), with a placeholder for each environment variable it declares:
-/// a server is never given a real credential.
-fn package_source(loaded: &Loaded, name: &str) -> Option<(String, Vec<(String, String)>)> {
+/// several), with a placeholder for each environment variable it declares
+/// (a server is never given a real credential), and the names of those it
+/// marks secret (`isSecret`).
+fn package_source(loaded: &Loaded, name: &str) -> Option<PackageSource> {
     let launches: Vec<&crate::manifest::Launch> = loaded
         .servers
         .iter()
@@ -172,16 +173,40 @@ fn package_source(loaded: &Loaded, name: &str) -> Option<(String, Vec<(String, S
             )
         })
         .collect();
-    Some((source, env))
+    let secrets = pick
+        .env
+        .iter()
+        .filter(|e| e.secret)
+        .map(|e| e.name.value.clone())
+        .collect();
+    Some(PackageSource {
+        source,
+        env,
+        secrets,
+    })
+}
+
+/// What [`package_source`] found.
+struct PackageSource {
+    /// `npm:ID@VERSION` or `pypi:ID==VERSION`.
+    source: String,
+    /// Each declared variable with its placeholder.
+    env: Vec<(String, String)>,
+    /// The names of those marked secret.
+    secrets: Vec<String>,
 }
 
 /// Fetches a package or remote source with the runner (a throwaway microVM for
 /// packages, plain HTTPS for remote servers) and loads the capture it returns.
 /// `env` comes first; the server's own `env` from mcplint.toml overrides it.
+/// Secrets (`secrets` from the launch spec and from mcplint.toml) are given
+/// placeholders by the runner, never their values, and recorded as such;
+/// `allow_hosts` opens the runner's egress proxy to those hosts.
 fn fetch_live(
     cfg: &ServerConfig,
     source_text: &str,
     mut env: Vec<(String, String)>,
+    mut secrets: Vec<String>,
     opts: &LoadOptions,
 ) -> Result<Current, SourceError> {
     use crate::runner::{self, FetchOptions, Sandbox, Target};
@@ -190,15 +215,15 @@ fn fetch_live(
         source_text: cfg.source_text.clone(),
         message: crate::display::visible_with(&message, true),
     };
-    if !cfg.allow_hosts.is_empty() {
-        return Err(fail(
-            "allow_hosts needs the runner's egress proxy, which is not built yet".into(),
-        ));
-    }
     let source =
         runner::source::Source::parse(source_text, false).map_err(|e| fail(e.to_string()))?;
     env.retain(|(k, _)| !cfg.env.contains_key(k));
     env.extend(cfg.env.iter().map(|(k, v)| (k.clone(), v.clone())));
+    for s in &cfg.secrets {
+        if !secrets.contains(s) {
+            secrets.push(s.clone());
+        }
+    }
     let fetch_opts = FetchOptions {
         sandbox: Sandbox::Microvm,
         client: runner::client::ClientOptions::default(),
@@ -217,6 +242,8 @@ fn fetch_live(
             "fetched for mcplint.toml server `{}` ({})",
             cfg.name, cfg.source_text
         )],
+        allow_hosts: cfg.allow_hosts.clone(),
+        secrets,
     };
     let capture =
         runner::fetch(&Target::Source(source), &fetch_opts).map_err(|e| fail(e.to_string()))?;
@@ -248,22 +275,34 @@ mod tests {
         let text = br#"{"name":"io.github.x/weather","description":"d","version":"1.4.2",
           "packages":[{"registryType":"npm","identifier":"@acme/weather-mcp","version":"1.4.2",
             "transport":{"type":"stdio"},
-            "environmentVariables":[{"name":"WEATHER_KEY","isSecret":true}]}]}"#;
+            "environmentVariables":[{"name":"WEATHER_KEY","isSecret":true},{"name":"REGION"}]}]}"#;
         let loaded = crate::manifest::load::load_bytes(
             Path::new("server.json"),
             text.to_vec(),
             &LoadOptions::default(),
         )
         .expect("loads");
-        let (source, env) = package_source(&loaded, "weather").expect("a package");
+        let PackageSource {
+            source,
+            env,
+            secrets,
+        } = package_source(&loaded, "weather").expect("a package");
         assert_eq!(source, "npm:@acme/weather-mcp@1.4.2");
         assert_eq!(
             env,
-            vec![(
-                "WEATHER_KEY".to_string(),
-                "mcplint-placeholder-WEATHER_KEY".to_string()
-            )]
+            vec![
+                (
+                    "WEATHER_KEY".to_string(),
+                    "mcplint-placeholder-WEATHER_KEY".to_string()
+                ),
+                (
+                    "REGION".to_string(),
+                    "mcplint-placeholder-REGION".to_string()
+                )
+            ]
         );
+        // Only the variable marked isSecret is recorded as a secret.
+        assert_eq!(secrets, ["WEATHER_KEY"]);
         // An OCI image is not something the runner can boot.
         let oci = br#"{"name":"io.github.x/w","description":"d","version":"1",
           "packages":[{"registryType":"oci","identifier":"ghcr.io/x/w","version":"1","transport":{"type":"stdio"}}]}"#;

@@ -7,6 +7,7 @@ use std::time::Duration;
 use crate::display::visible;
 use crate::runner::client::{ClientOptions, EraChoice};
 use crate::runner::firecracker::BackendChoice;
+use crate::runner::http::HttpChoice;
 use crate::runner::source::Source;
 use crate::runner::vm::{AccelChoice, VmConfig};
 use crate::runner::{FetchOptions, RunnerError, Sandbox, Target};
@@ -18,7 +19,9 @@ Sources:
   npm:PKG@VERSION        an exact npm version (installed with scripts off)
   pypi:PKG==VERSION      an exact PyPI version (wheels only; sdists are refused)
   file:PATH              a local npm tarball or package folder, or a wheel
-  https://HOST/PATH      a remote Streamable HTTP server (no VM: nothing runs here)
+  https://HOST/PATH      a remote server (no VM: nothing runs here): Streamable
+                         HTTP, or the legacy HTTP+SSE transport (2024-11-05)
+                         when the initialize POST gets a 4xx (--transport)
   --command -- CMD ARGS  a local stdio server, only with --no-sandbox
 
 The package is downloaded and unpacked on this host without running any of it,
@@ -27,11 +30,26 @@ or Firecracker, see --backend) with no network device, read-only disks and no
 secrets. Run `mcplint runner
 setup` once first.
 
+Secrets: each --secret NAME (and each isSecret variable of a server.json, or
+`secrets` in mcplint.toml) is given the value mcplint-placeholder-NAME, never a
+real credential; the capture lists them in secrets_given_placeholders.
+
+Network: --allow-host HOST gives the VM a restricted network whose only exits
+are HOST:443 for each allowed host (the guest's /etc/hosts maps each name to
+10.0.2.100, .101, ...). Every connection goes through a proxy in mcplint that
+resolves the name itself, refuses it when any address is private, loopback,
+link-local, CGNAT, unique-local or a cloud metadata address, connects on port
+443 only (TLS stays end to end) and logs the attempt in the capture's
+`network` block. Not with --sandbox namespaces (no network there) or
+--no-sandbox.
+
 Examples:
   mcplint fetch npm:@modelcontextprotocol/server-memory@2026.8.31 -o memory.json
   mcplint fetch pypi:mcp-server-time==2026.10.19 -o time.json
   mcplint fetch --sandbox namespaces npm:@eslint/mcp@0.3.13
   mcplint fetch https://mcp.example.com/mcp --header 'Authorization: Bearer x'
+  mcplint fetch https://old.example.com/sse --transport sse
+  mcplint fetch npm:@acme/weather-mcp@1.4.2 --secret WEATHER_KEY --allow-host api.weather.example
   mcplint fetch --no-sandbox --command -- python3 my_server.py")]
 pub struct Args {
     /// What to fetch (see below).
@@ -101,9 +119,26 @@ pub struct Args {
     /// never real secrets). Repeatable.
     #[arg(long = "env", value_name = "KEY=VALUE")]
     pub env: Vec<String>,
+    /// A declared secret: the server gets NAME=mcplint-placeholder-NAME
+    /// (never a real credential), recorded as a secret placeholder in the
+    /// capture. Repeatable.
+    #[arg(long = "secret", value_name = "NAME")]
+    pub secrets: Vec<String>,
+    /// Let the server open HTTPS connections (port 443 only) to HOST, for
+    /// servers that must reach their own API even to list tools. microVM
+    /// only. Goes through a proxy in mcplint that refuses private, loopback,
+    /// link-local, CGNAT and metadata addresses and logs every attempt in the
+    /// capture. Repeatable; without it the VM has no network device.
+    #[arg(long = "allow-host", value_name = "HOST")]
+    pub allow_hosts: Vec<String>,
     /// An HTTP header for remote servers, 'Name: value'. Repeatable.
     #[arg(long = "header", value_name = "HEADER")]
     pub headers: Vec<String>,
+    /// The transport for a remote server: Streamable HTTP with a fallback to
+    /// the legacy HTTP+SSE transport when its initialize POST gets a 4xx
+    /// (auto), or one of them only.
+    #[arg(long, value_enum, default_value_t = HttpChoice::Auto)]
+    pub transport: HttpChoice,
 }
 
 fn usage(msg: impl Into<String>) -> RunnerError {
@@ -164,6 +199,19 @@ pub fn run(args: &Args) -> Result<i32, RunnerError> {
         }
         env.push((k.to_owned(), v.to_owned()));
     }
+    for name in &args.secrets {
+        if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+            return Err(usage(format!(
+                "--secret {}: bad variable name",
+                visible(name)
+            )));
+        }
+        if env.iter().any(|(k, _)| k == name) {
+            return Err(usage(format!(
+                "--secret {name} and --env {name}=…: a secret always gets a placeholder; give it once, with --secret"
+            )));
+        }
+    }
     let mut headers = Vec::new();
     for h in &args.headers {
         let Some((k, v)) = h.split_once(':') else {
@@ -180,6 +228,7 @@ pub fn run(args: &Args) -> Result<i32, RunnerError> {
         max_bytes: args.max_bytes,
         era: args.era,
         legacy_version: args.protocol_version.clone(),
+        http_transport: args.transport,
         ..ClientOptions::default()
     };
     if let Some(ci) = &args.client_info {
@@ -204,6 +253,8 @@ pub fn run(args: &Args) -> Result<i32, RunnerError> {
         headers,
         source_text,
         notes,
+        allow_hosts: args.allow_hosts.clone(),
+        secrets: args.secrets.clone(),
     };
     let (capture, code) = if args.identities.is_empty() {
         (crate::runner::fetch(&target, &opts)?, super::EXIT_OK)

@@ -27,6 +27,16 @@ pub enum Action {
     },
     /// Show the cached image and the accelerator verdict.
     Status,
+    /// Internal: the per-connection relay QEMU starts for `fetch
+    /// --allow-host` (stdin/stdout = one guest connection; SOCKET = the
+    /// fetch's egress proxy).
+    #[command(hide = true)]
+    EgressRelay {
+        /// The proxy's unix socket.
+        socket: std::path::PathBuf,
+        /// The allowed host this guest address stands for.
+        host: String,
+    },
 }
 
 /// Runs the command.
@@ -56,6 +66,7 @@ pub fn run(args: &Args) -> Result<i32, RunnerError> {
             }
             Ok(super::EXIT_OK)
         }
+        Action::EgressRelay { socket, host } => Ok(crate::runner::egress::relay(socket, host)),
         Action::Status => match image::find_cached() {
             Some(img) => {
                 println!("image {} (kernel {})", img.id(), img.kernel);

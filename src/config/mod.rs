@@ -93,8 +93,9 @@ pub struct ServerConfig {
     pub args: Vec<String>,
     /// Environment variables and their placeholder values, by name.
     pub env: BTreeMap<String, String>,
-    /// Names of variables whose values are secrets (taken from the host at run
-    /// time, never written anywhere).
+    /// Names of variables whose values are secrets: never written anywhere;
+    /// when the runner fetches the server, each gets the placeholder
+    /// `mcplint-placeholder-NAME`, never a real value.
     pub secrets: Vec<String>,
     /// Hosts the server may reach when the runner boots it.
     pub allow_hosts: Vec<String>,
@@ -457,7 +458,7 @@ impl Config {
                             &format!("{ptr}.env"),
                             format!("the secret `{}` has a value written in the configuration", crate::display::visible(s.get_ref())),
                             "this value",
-                            Some("write a placeholder such as \"${NAME}\"; the value is taken from the environment when the server runs"),
+                            Some("write a placeholder such as \"${NAME}\"; a server fetched by the runner gets mcplint-placeholder-NAME, never a real value"),
                         );
                     }
                 }

@@ -26,6 +26,12 @@ pub struct Provenance {
     pub argv: Vec<String>,
     /// Environment variable names given placeholder values.
     pub env_placeholders: Vec<String>,
+    /// Declared secrets, each given `mcplint-placeholder-NAME`.
+    pub secret_placeholders: Vec<String>,
+    /// The egress proxy's hosts and log, when hosts were allowed.
+    pub egress: Option<Value>,
+    /// The transport used for a remote server (`streamable-http`, `sse`).
+    pub transport: Option<String>,
     /// `microvm`, `namespaces` or `none`.
     pub boundary: String,
     /// `qemu-microvm`, `firecracker`, `bubblewrap`, `host`, `http`.
@@ -120,6 +126,14 @@ pub fn build(m: &Manifest, p: &Provenance) -> Value {
         "era": m.era.name(),
         "argv": p.argv,
         "env_keys_with_dummy_values": p.env_placeholders,
+        "secrets_given_placeholders": p.secret_placeholders,
+        "transport": p.transport,
+        "network": match (&p.egress, p.boundary.as_str()) {
+            (Some(e), _) => e.clone(),
+            (None, "remote") => Value::Null,
+            (None, "none") => json!("the host's (no sandbox)"),
+            (None, _) => json!("none"),
+        },
         "sandbox": {
             "boundary": p.boundary,
             "backend": p.backend,

@@ -61,6 +61,8 @@ pub struct ClientOptions {
     pub max_line: usize,
     /// Which era to speak.
     pub era: EraChoice,
+    /// Which HTTP transport to use for a remote server.
+    pub http_transport: super::http::HttpChoice,
 }
 
 impl Default for ClientOptions {
@@ -74,6 +76,7 @@ impl Default for ClientOptions {
             max_bytes: 64 * 1024 * 1024,
             max_line: 32 * 1024 * 1024,
             era: EraChoice::Auto,
+            http_transport: super::http::HttpChoice::Auto,
         }
     }
 }

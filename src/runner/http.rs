@@ -8,8 +8,10 @@
 //! error for that request (keeping the server's own JSON-RPC error when the
 //! body has one), so the client's era detection sees a refused probe.
 //!
-//! Not done: the legacy HTTP+SSE transport (2024-11-05, GET stream +
-//! `endpoint` event).
+//! The legacy HTTP+SSE transport (2024-11-05) is in [`super::sse`]; [`fetch`]
+//! picks between them as the spec's backwards-compatibility section says:
+//! try Streamable HTTP, and when its `initialize` POST is refused with a 4xx,
+//! open the SSE stream instead.
 
 use std::collections::VecDeque;
 use std::io::{BufRead, BufReader, Read};
@@ -19,6 +21,18 @@ use serde_json::{json, Value};
 
 use super::client::{Client, ClientError, ClientOptions, Incoming, Manifest, Transport};
 use super::RunnerError;
+
+/// Which HTTP transport to speak to a remote server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum HttpChoice {
+    /// Streamable HTTP; the legacy HTTP+SSE transport when the server
+    /// refuses its `initialize` POST with a 4xx status.
+    Auto,
+    /// Streamable HTTP only (2025-03-26 and later).
+    StreamableHttp,
+    /// The legacy HTTP+SSE transport only (2024-11-05): GET the SSE URL.
+    Sse,
+}
 
 /// Streamable HTTP transport.
 pub struct HttpTransport {
@@ -30,6 +44,8 @@ pub struct HttpTransport {
     queue: VecDeque<Incoming>,
     max_bytes: u64,
     read: u64,
+    /// The HTTP status of the last `initialize` POST.
+    init_status: Option<u16>,
 }
 
 impl HttpTransport {
@@ -50,6 +66,7 @@ impl HttpTransport {
             queue: VecDeque::new(),
             max_bytes: opts.max_bytes,
             read: 0,
+            init_status: None,
         }
     }
 
@@ -126,6 +143,9 @@ impl Transport for HttpTransport {
             Err(e) => return Err(ClientError::Write(std::io::Error::other(e.to_string()))),
         };
         let status = resp.status().as_u16();
+        if method == "initialize" {
+            self.init_status = Some(status);
+        }
         if let Some(s) = resp
             .headers()
             .get("mcp-session-id")
@@ -234,12 +254,13 @@ impl Transport for HttpTransport {
     }
 }
 
-/// Fetches a remote server's manifest.
+/// Fetches a remote server's manifest. Returns it with the transport used
+/// (`streamable-http` or `sse`) and, after a fallback, a note saying why.
 pub fn fetch(
     url: &str,
     headers: &[(String, String)],
     opts: &ClientOptions,
-) -> Result<Manifest, RunnerError> {
+) -> Result<(Manifest, &'static str, Option<String>), RunnerError> {
     if url.starts_with("http://") {
         let rest = url.trim_start_matches("http://");
         let host = if rest.starts_with("[::1]") {
@@ -253,10 +274,56 @@ pub fn fetch(
             )));
         }
     }
-    let t = HttpTransport::new(url, headers, opts);
-    let mut c = Client::new(t, opts.clone());
-    c.fetch().map_err(|error| RunnerError::Session {
+    let session = |error| RunnerError::Session {
         error,
         stderr_tail: String::new(),
-    })
+    };
+    if opts.http_transport == HttpChoice::Sse {
+        return fetch_sse(url, headers, opts)
+            .map(|m| (m, "sse", None))
+            .map_err(session);
+    }
+    let t = HttpTransport::new(url, headers, opts);
+    let mut c = Client::new(t, opts.clone());
+    let first = match c.fetch() {
+        Ok(m) => return Ok((m, "streamable-http", None)),
+        Err(e) => e,
+    };
+    let status = c.into_transport().init_status;
+    match status {
+        // The spec's backwards-compatibility test: a 4xx to the initialize
+        // POST means a server of the old HTTP+SSE transport. (401 and 403
+        // too: an old server behind authentication answers POSTs so.)
+        Some(s @ 400..=499) if opts.http_transport == HttpChoice::Auto => {
+            match fetch_sse(url, headers, opts) {
+                Ok(m) => Ok((
+                    m,
+                    "sse",
+                    Some(format!(
+                        "the Streamable HTTP initialize POST got HTTP {s}: fell back to the legacy HTTP+SSE transport (2024-11-05)"
+                    )),
+                )),
+                // Not an SSE server either: the first error says more.
+                Err(sse_err) => Err(RunnerError::Session {
+                    error: ClientError::Protocol {
+                        method: "initialize".into(),
+                        message: format!(
+                            "{first} (and the legacy HTTP+SSE transport failed too: {sse_err})"
+                        ),
+                    },
+                    stderr_tail: String::new(),
+                }),
+            }
+        }
+        _ => Err(session(first)),
+    }
+}
+
+fn fetch_sse(
+    url: &str,
+    headers: &[(String, String)],
+    opts: &ClientOptions,
+) -> Result<Manifest, ClientError> {
+    let t = super::sse::SseTransport::connect(url, headers, opts)?;
+    Client::new(t, opts.clone()).fetch()
 }

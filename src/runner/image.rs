@@ -74,6 +74,10 @@ const MODULES: &[&str] = &[
     "virtio_blk",
     "virtio_console",
     "virtio-rng",
+    // Only loaded when hosts are allowed (`mcplint.net=`).
+    "failover",
+    "net_failover",
+    "virtio_net",
 ];
 /// Modules the guest loads only for the vsock channel (Firecracker), in
 /// dependency order.

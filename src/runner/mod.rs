@@ -11,12 +11,14 @@
 
 pub mod capture;
 pub mod client;
+pub mod egress;
 pub mod firecracker;
 pub mod firecracker_api;
 pub mod http;
 pub mod image;
 pub mod process;
 pub mod source;
+pub mod sse;
 pub mod vm;
 
 use std::path::PathBuf;
@@ -156,24 +158,53 @@ pub struct FetchOptions {
     pub source_text: String,
     /// Notes to record.
     pub notes: Vec<String>,
+    /// Hosts the server may reach on port 443 through the egress proxy
+    /// (microVM only; empty = no network device at all).
+    pub allow_hosts: Vec<String>,
+    /// Names of declared secrets: each is given a placeholder value
+    /// (whatever `env` says), recorded as such in the capture.
+    pub secrets: Vec<String>,
+}
+
+/// The value a declared secret is given: never a real credential.
+pub fn secret_placeholder(name: &str) -> String {
+    format!("mcplint-placeholder-{name}")
 }
 
 /// Fetches a manifest and returns the capture document.
 pub fn fetch(target: &Target, opts: &FetchOptions) -> Result<Value, RunnerError> {
     process::install_interrupt_handler();
     let t0 = Instant::now();
+    // Secrets get placeholders, whatever value came with them.
+    let mut env: Vec<(String, String)> = opts
+        .env
+        .iter()
+        .filter(|(k, _)| !opts.secrets.contains(k))
+        .cloned()
+        .collect();
+    for name in &opts.secrets {
+        env.push((name.clone(), secret_placeholder(name)));
+    }
+    let opts = &FetchOptions {
+        env,
+        ..opts.clone()
+    };
+    let hosts = checked_hosts(target, opts)?;
     let mut prov = capture::Provenance {
         source: opts.source_text.clone(),
         boundary: opts.sandbox.name().into(),
         notes: opts.notes.clone(),
         env_placeholders: opts.env.iter().map(|(k, _)| k.clone()).collect(),
+        secret_placeholders: opts.secrets.clone(),
         ..Default::default()
     };
     let manifest = match target {
         Target::Source(Source::Remote(url)) => {
             prov.boundary = "remote".into();
             prov.backend = "http".into();
-            let m = http::fetch(url, &opts.headers, &opts.client)?;
+            let (m, transport, note) = http::fetch(url, &opts.headers, &opts.client)?;
+            prov.transport = Some(transport.into());
+            prov.notes.extend(note);
             prov.wall_s = Some(t0.elapsed().as_secs_f64());
             m
         }
@@ -242,11 +273,45 @@ pub fn fetch(target: &Target, opts: &FetchOptions) -> Result<Value, RunnerError>
                     prov.argv = argv;
                     match backend {
                         firecracker::Backend::Qemu(accel) => {
-                            let cmd = vm::command(&image, Some(&disk), &opts.vm, accel)?;
+                            let egress = if hosts.is_empty() {
+                                None
+                            } else {
+                                let dir = work.path.join("egress");
+                                let proxy = egress::Egress::start(&hosts, &dir)
+                                    .map_err(|e| RunnerError::io("starting the egress proxy", e))?;
+                                let relay = std::env::current_exe().map_err(|e| {
+                                    RunnerError::io("finding the relay (this program)", e)
+                                })?;
+                                let spec = vm::EgressSpec {
+                                    hosts: hosts.clone(),
+                                    socket_dir: dir,
+                                    relay,
+                                };
+                                Some((proxy, spec))
+                            };
+                            let cmd = vm::command_with_egress(
+                                &image,
+                                Some(&disk),
+                                &opts.vm,
+                                accel,
+                                egress.as_ref().map(|(_, spec)| spec),
+                            )?;
                             prov.prepare_s = Some(t0.elapsed().as_secs_f64());
-                            run_stdio(cmd, opts, &mut prov, t0)
+                            let r = run_stdio(cmd, opts, &mut prov, t0);
+                            if let Some((proxy, _)) = egress {
+                                prov.egress = Some(proxy.finish());
+                            }
+                            r.map_err(|e| with_egress_log(e, prov.egress.as_ref()))
                         }
                         firecracker::Backend::Firecracker => {
+                            if !hosts.is_empty() {
+                                // The egress proxy is wired into QEMU's user network
+                                // only; Firecracker would need a tap device.
+                                return Err(RunnerError::Usage(
+                                    "--allow-host works with the QEMU backend only (use --backend qemu)"
+                                        .into(),
+                                ));
+                            }
                             prov.prepare_s = Some(t0.elapsed().as_secs_f64());
                             run_firecracker(&image, &disk, &work.path, opts, &mut prov, t0)
                         }
@@ -258,6 +323,87 @@ pub fn fetch(target: &Target, opts: &FetchOptions) -> Result<Value, RunnerError>
         }
     };
     Ok(capture::build(&manifest, &prov))
+}
+
+/// Checks `allow_hosts` against the target: only a microVM gets a network.
+fn checked_hosts(target: &Target, opts: &FetchOptions) -> Result<Vec<String>, RunnerError> {
+    if opts.allow_hosts.is_empty() {
+        return Ok(Vec::new());
+    }
+    let why = match (target, opts.sandbox) {
+        (Target::Source(Source::Remote(_)), _) => Some(
+            "a remote server runs elsewhere; --allow-host is for servers mcplint starts in a microVM",
+        ),
+        (Target::Command(_), _) | (_, Sandbox::None) => Some(
+            "--no-sandbox gives the server this host's whole network; --allow-host needs the microVM",
+        ),
+        (_, Sandbox::Namespaces) => Some(
+            "--sandbox namespaces has no network at all; --allow-host needs the microVM (the default sandbox)",
+        ),
+        (_, Sandbox::Microvm) => None,
+    };
+    if let Some(why) = why {
+        return Err(RunnerError::Usage(why.into()));
+    }
+    let mut hosts: Vec<String> = Vec::new();
+    for h in &opts.allow_hosts {
+        let h =
+            egress::parse_host(h).map_err(|e| RunnerError::Usage(format!("--allow-host {e}")))?;
+        if !hosts.contains(&h) {
+            hosts.push(h);
+        }
+    }
+    if hosts.len() > egress::MAX_HOSTS {
+        return Err(RunnerError::Usage(format!(
+            "at most {} --allow-host hosts",
+            egress::MAX_HOSTS
+        )));
+    }
+    Ok(hosts)
+}
+
+/// A failed session's error, with what the egress proxy saw appended to the
+/// stderr tail (a server that fails because a host it needs was refused
+/// says so there).
+fn with_egress_log(e: RunnerError, log: Option<&Value>) -> RunnerError {
+    let Some(attempts) = log
+        .and_then(|l| l.get("attempts"))
+        .and_then(Value::as_array)
+    else {
+        return e;
+    };
+    let lines: Vec<String> = attempts
+        .iter()
+        .rev()
+        .take(5)
+        .rev()
+        .map(|a| {
+            format!(
+                "[mcplint egress] {} {}{}",
+                a["host"].as_str().unwrap_or("?"),
+                a["verdict"].as_str().unwrap_or("?"),
+                a["reason"]
+                    .as_str()
+                    .map(|r| format!(": {r}"))
+                    .unwrap_or_default()
+            )
+        })
+        .collect();
+    if lines.is_empty() {
+        return e;
+    }
+    let add = |tail: String| format!("{tail}\n{}", lines.join("\n"));
+    match e {
+        RunnerError::Session { error, stderr_tail } => RunnerError::Session {
+            error,
+            stderr_tail: add(stderr_tail),
+        },
+        RunnerError::WallClock { secs, stderr_tail } => RunnerError::WallClock {
+            secs,
+            stderr_tail: add(stderr_tail),
+        },
+        other => other,
+    }
 }
 
 fn host_python() -> String {
@@ -396,6 +542,7 @@ fn run_stdio(
     prov: &mut capture::Provenance,
     t0: Instant,
 ) -> Result<Manifest, RunnerError> {
+    prov.transport = Some("stdio".into());
     let program = cmd.get_program().to_string_lossy().into_owned();
     let (run, stdin, stdout) =
         Running::spawn(cmd).map_err(|e| RunnerError::io(&format!("starting {program}"), e))?;
@@ -524,5 +671,31 @@ impl Watchdog {
     fn stop(self) -> bool {
         let _ = self.stop.send(());
         self.handle.join().unwrap_or(false)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_failed_session_shows_what_the_proxy_refused() {
+        let log = serde_json::json!({"attempts": [
+            {"host": "api.example.com", "verdict": "refused", "reason": "resolves to 10.0.0.1: private (10.0.0.0/8)"}
+        ]});
+        let e = RunnerError::Session {
+            error: ClientError::Closed {
+                method: "tools/list".into(),
+            },
+            stderr_tail: "Error: fetch failed".into(),
+        };
+        let text = with_egress_log(e, Some(&log)).to_string();
+        assert!(
+            text.contains("[mcplint egress] api.example.com refused: resolves to 10.0.0.1"),
+            "{text}"
+        );
+        // Without a log, the error is unchanged.
+        let e = RunnerError::Usage("x".into());
+        assert_eq!(with_egress_log(e, None).to_string(), "x");
     }
 }

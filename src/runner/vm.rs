@@ -8,7 +8,9 @@
 //! - the MCP channel is a virtio-serial port named `mcp` wired to QEMU's own
 //!   stdin/stdout (a clean byte pipe); the guest console and the server's
 //!   stderr go to the serial port, wired to QEMU's stderr;
-//! - no network device at all;
+//! - no network device at all, unless hosts are allowed (`--allow-host`):
+//!   then a restricted user network whose only exits are one `guestfwd` per
+//!   host to the egress relay (see [`super::egress`]);
 //! - QEMU runs under its seccomp sandbox, as uid 65534, inside bubblewrap
 //!   with no network namespace of its own and only the files it needs.
 //!
@@ -66,6 +68,18 @@ pub struct VmConfig {
     pub cpus: u32,
 }
 
+/// The network of a VM whose server may reach some hosts (see
+/// [`super::egress`]).
+#[derive(Debug, Clone)]
+pub struct EgressSpec {
+    /// The allowed host names, in guest-address order (10.0.2.100, …).
+    pub hosts: Vec<String>,
+    /// The host folder holding the proxy's socket.
+    pub socket_dir: PathBuf,
+    /// The relay program QEMU starts per guest connection (this binary).
+    pub relay: PathBuf,
+}
+
 /// The QEMU binary.
 pub fn qemu_binary() -> Result<PathBuf, RunnerError> {
     which("qemu-system-x86_64").ok_or_else(|| {
@@ -109,6 +123,17 @@ fn cmdline(accel: Accel, probe: bool) -> String {
     s
 }
 
+/// [`cmdline`], plus `mcplint.net=` which tells the guest init to bring up
+/// eth0 and map each allowed name to its address in /etc/hosts.
+fn cmdline_with(accel: Accel, probe: bool, egress: Option<&EgressSpec>) -> String {
+    let mut s = cmdline(accel, probe);
+    if let Some(e) = egress {
+        // Names were checked by egress::parse_host: letters, digits, `-`, `.`.
+        s.push_str(&format!(" mcplint.net={}", e.hosts.join(",")));
+    }
+    s
+}
+
 /// The whole command: bubblewrap around QEMU. `app_disk` is the package disk
 /// (absent for the probe).
 pub fn command(
@@ -116,6 +141,18 @@ pub fn command(
     app_disk: Option<&Path>,
     cfg: &VmConfig,
     accel: Accel,
+) -> Result<Command, RunnerError> {
+    command_with_egress(image, app_disk, cfg, accel, None)
+}
+
+/// [`command`], with a restricted network to the allowed hosts when
+/// `egress` is given.
+pub fn command_with_egress(
+    image: &Image,
+    app_disk: Option<&Path>,
+    cfg: &VmConfig,
+    accel: Accel,
+    egress: Option<&EgressSpec>,
 ) -> Result<Command, RunnerError> {
     let qemu = qemu_binary()?;
     let bwrap = which("bwrap").ok_or_else(|| {
@@ -157,6 +194,12 @@ pub fn command(
     if accel == Accel::Kvm {
         c.args(["--dev-bind", "/dev/kvm", "/dev/kvm"]);
     }
+    if let Some(e) = egress {
+        // The proxy's socket (a unix socket: QEMU's sandbox has no network
+        // of its own) and the relay binary, both read-only.
+        c.arg("--ro-bind").arg(&e.socket_dir).arg("/egress");
+        c.arg("--ro-bind").arg(&e.relay).arg("/relay/mcplint");
+    }
     c.arg("--").arg(qemu);
     c.args(["-M", "microvm,pit=on,pic=on,rtc=on,acpi=on"]);
     match accel {
@@ -176,9 +219,18 @@ pub fn command(
         "-display",
         "none",
     ])
+    // With allowed hosts QEMU must start the relay per guest connection:
+    // that needs fork/exec, and setsid (which QEMU files under "elevate
+    // privileges") in the child libslirp forks. Nothing is gained by it
+    // here: bubblewrap has dropped every capability, set no_new_privs and
+    // mapped QEMU to an unprivileged user.
     .args([
         "-sandbox",
-        "on,obsolete=deny,elevateprivileges=deny,spawn=deny,resourcecontrol=deny",
+        if egress.is_some() {
+            "on,obsolete=deny,elevateprivileges=allow,spawn=allow,resourcecontrol=deny"
+        } else {
+            "on,obsolete=deny,elevateprivileges=deny,spawn=deny,resourcecontrol=deny"
+        },
     ])
     // Guest console and server stderr -> QEMU's stderr.
     .args([
@@ -209,9 +261,34 @@ pub fn command(
         ])
         .args(["-device", "virtio-blk-device,drive=app"]);
     }
-    c.arg("-append").arg(cmdline(accel, app_disk.is_none()));
+    if let Some(e) = egress {
+        c.args([
+            "-netdev",
+            &netdev(e),
+            "-device",
+            "virtio-net-device,netdev=n0",
+        ]);
+    }
+    c.arg("-append")
+        .arg(cmdline_with(accel, app_disk.is_none(), egress));
     c.env_clear();
     Ok(c)
+}
+
+/// The restricted user network: `restrict=on` drops every guest packet that
+/// is not for a `guestfwd` rule (no host, no outside, no DNS), and each
+/// allowed host gets one rule on port 443 that starts the relay.
+fn netdev(e: &EgressSpec) -> String {
+    let mut s = String::from("user,id=n0,restrict=on,ipv6=off");
+    for (i, h) in e.hosts.iter().enumerate() {
+        s.push_str(&format!(
+            ",guestfwd=tcp:{}:{}-cmd:/relay/mcplint runner egress-relay /egress/{} {h}",
+            super::egress::guest_ip(i),
+            super::egress::UPSTREAM_PORT,
+            super::egress::SOCKET_NAME,
+        ));
+    }
+    s
 }
 
 /// Decides the accelerator: asks for KVM only if it really boots a guest.
@@ -307,4 +384,27 @@ fn probe_kvm(image: &Image) -> Result<(), String> {
         "a probe guest did not reach /init under KVM within {} s (nested or emulating KVM, e.g. PVM)",
         LIMIT.as_secs()
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_network_exists_only_for_allowed_hosts() {
+        let spec = EgressSpec {
+            hosts: vec!["api.example.com".into(), "auth.example.com".into()],
+            socket_dir: PathBuf::from("/tmp/x"),
+            relay: PathBuf::from("/bin/true"),
+        };
+        assert_eq!(
+            netdev(&spec),
+            "user,id=n0,restrict=on,ipv6=off,\
+             guestfwd=tcp:10.0.2.100:443-cmd:/relay/mcplint runner egress-relay /egress/egress.sock api.example.com,\
+             guestfwd=tcp:10.0.2.101:443-cmd:/relay/mcplint runner egress-relay /egress/egress.sock auth.example.com"
+        );
+        let with = cmdline_with(Accel::Kvm, false, Some(&spec));
+        assert!(with.ends_with(" mcplint.net=api.example.com,auth.example.com"));
+        assert!(!cmdline_with(Accel::Kvm, false, None).contains("mcplint.net"));
+    }
 }
