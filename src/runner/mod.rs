@@ -1,18 +1,22 @@
 //! The companion runner: fetch a live manifest from a server started in a
 //! throwaway microVM (or, when a person asks for it, a weaker boundary).
 //!
-//! Pieces: [`source`] gets a package onto the host without running any of it;
+//! Pieces: [`source`] gets a package onto the host without running any of it
+//! ([`bundle`] does it for MCPB bundles); [`spec`] turns a `server.json`,
+//! client-config entry or bundle manifest into such a source;
 //! [`image`] builds the cached guest image; [`vm`] boots QEMU's microvm inside
 //! bubblewrap; [`process`] owns child processes (killed on drop and on
 //! Ctrl-C); [`client`] speaks MCP over the pipe; [`http`] speaks it to remote
 //! servers; [`capture`] writes the result with its provenance.
 
+pub mod bundle;
 pub mod capture;
 pub mod client;
 pub mod http;
 pub mod image;
 pub mod process;
 pub mod source;
+pub mod spec;
 pub mod vm;
 
 use std::path::PathBuf;
@@ -142,6 +146,9 @@ pub struct FetchOptions {
     pub source_text: String,
     /// Notes to record.
     pub notes: Vec<String>,
+    /// The launch spec (server.json, client-config entry, MCPB bundle) the
+    /// source was resolved from, recorded in the capture.
+    pub origin: Option<spec::Origin>,
 }
 
 /// Fetches a manifest and returns the capture document.
@@ -153,6 +160,7 @@ pub fn fetch(target: &Target, opts: &FetchOptions) -> Result<Value, RunnerError>
         boundary: opts.sandbox.name().into(),
         notes: opts.notes.clone(),
         env_placeholders: opts.env.iter().map(|(k, _)| k.clone()).collect(),
+        origin: opts.origin.clone(),
         ..Default::default()
     };
     let manifest = match target {

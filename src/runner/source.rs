@@ -33,11 +33,44 @@ pub enum Source {
         name: String,
         /// Version as given.
         version: Option<String>,
+        /// The console script to start, when not the one named like the
+        /// package (`uvx --from PKG==1.0 SCRIPT` in a client config).
+        script: Option<String>,
     },
     /// `file:PATH`: an npm tarball or package folder, or a wheel.
     File(PathBuf),
     /// `https://…` (or `http://` to loopback): a remote server.
     Remote(String),
+    /// `node SCRIPT` from a client config: the npm package folder holding
+    /// the script, packed and installed like `file:`, started at that script.
+    NodeScript {
+        /// The package folder (with `package.json`).
+        package: PathBuf,
+        /// The script, relative to the package folder.
+        script: String,
+    },
+    /// An MCPB bundle (`.mcpb` file or unpacked folder), started as its
+    /// manifest's `mcp_config` says.
+    Bundle(Bundle),
+}
+
+/// An MCPB bundle resolved to what to start (see [`super::spec`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Bundle {
+    /// The `.mcpb` file or the bundle folder.
+    pub path: PathBuf,
+    /// The manifest's `name`.
+    pub name: String,
+    /// The manifest's `version`.
+    pub version: String,
+    /// Node, Python, or a binary shipped in the bundle.
+    pub runtime: Runtime,
+    /// The arguments after the interpreter (for a binary: the binary first);
+    /// `{app}` stands for the bundle's root.
+    pub entry: Vec<String>,
+    /// Environment values from the manifest that are not placeholders
+    /// (`{app}` stands for the bundle's root).
+    pub env: Vec<(String, String)>,
 }
 
 impl Source {
@@ -97,6 +130,7 @@ impl Source {
             return Ok(Source::Pypi {
                 name: name.to_owned(),
                 version: version.map(str::to_owned),
+                script: None,
             });
         }
         if let Some(rest) = s.strip_prefix("file:") {
@@ -155,12 +189,14 @@ pub fn is_exact_pep440(v: &str) -> bool {
 }
 
 /// How the server starts, once its package is in place.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Runtime {
     /// `node FILE` (FILE relative to the package folder).
     Node,
     /// `python3 -c 'from MODULE import OBJ; …'` with the folder's `site` on the path.
     Python,
+    /// A program shipped in the package itself (an MCPB `binary` server).
+    Binary,
 }
 
 /// A package unpacked on the host, ready to be mounted at `/app`.
@@ -178,9 +214,32 @@ pub struct Prepared {
     pub runtime: Runtime,
     /// The command line, relative to `app` (see [`Prepared::argv`]).
     entry: Vec<String>,
+    /// Environment the server needs to find its code, `{app}` for the folder.
+    env: Vec<(String, String)>,
 }
 
 impl Prepared {
+    /// A prepared package (`entry` and `env` use `{app}` for the folder).
+    pub(crate) fn new(
+        dir: PathBuf,
+        name: String,
+        version: String,
+        integrity: Option<String>,
+        runtime: Runtime,
+        entry: Vec<String>,
+        env: Vec<(String, String)>,
+    ) -> Self {
+        Prepared {
+            dir,
+            name,
+            version,
+            integrity,
+            runtime,
+            entry,
+            env,
+        }
+    }
+
     /// The command line with the package folder at `app` and the
     /// interpreters at `node` / `python`.
     pub fn argv(&self, app: &str, node: &str, python: &str) -> Vec<String> {
@@ -188,6 +247,7 @@ impl Prepared {
         match self.runtime {
             Runtime::Node => v.push(node.to_owned()),
             Runtime::Python => v.push(python.to_owned()),
+            Runtime::Binary => {}
         }
         v.extend(self.entry.iter().map(|a| a.replace("{app}", app)));
         v
@@ -195,13 +255,10 @@ impl Prepared {
 
     /// Environment the server needs to find its code.
     pub fn env(&self, app: &str) -> Vec<(String, String)> {
-        match self.runtime {
-            Runtime::Node => vec![],
-            Runtime::Python => vec![
-                ("PYTHONPATH".into(), format!("{app}/site")),
-                ("PYTHONDONTWRITEBYTECODE".into(), "1".into()),
-            ],
-        }
+        self.env
+            .iter()
+            .map(|(k, v)| (k.clone(), v.replace("{app}", app)))
+            .collect()
     }
 }
 
@@ -253,74 +310,96 @@ pub fn prepare(src: &Source, work: &Path) -> Result<Prepared, RunnerError> {
             };
             npm_install(&spec, work, None)
         }
-        Source::Pypi { name, version } => {
+        Source::Pypi {
+            name,
+            version,
+            script,
+        } => {
             let spec = match version {
                 Some(v) => format!("{name}=={v}"),
                 None => name.clone(),
             };
-            pip_install(&spec, work, None)
+            pip_install(&spec, work, None, script.as_deref())
         }
-        Source::File(p) => {
-            let abs = std::fs::canonicalize(p)
-                .map_err(|e| RunnerError::Usage(format!("file:{}: {e}", p.display())))?;
-            let fname = abs
-                .file_name()
-                .and_then(|s| s.to_str())
-                .unwrap_or("")
-                .to_owned();
-            if abs.is_dir() {
-                if !abs.join("package.json").is_file() {
-                    return Err(RunnerError::Usage(format!(
-                        "file:{}: a folder must be an npm package (with package.json)",
-                        p.display()
-                    )));
-                }
-                // Pack it (scripts off) so what is installed is what would be published.
-                let packdir = work.join(".pack");
-                std::fs::create_dir_all(&packdir)
-                    .map_err(|e| RunnerError::io("creating a folder", e))?;
-                let out = run_tool(
-                    Command::new("npm")
-                        .args(["pack", "--ignore-scripts", "--silent", "--pack-destination"])
-                        .arg(&packdir)
-                        .arg(&abs),
-                    "npm pack",
-                )?;
-                let tgz = String::from_utf8_lossy(&out.stdout)
-                    .trim()
-                    .lines()
-                    .last()
-                    .unwrap_or("")
-                    .to_owned();
-                let tgz = packdir.join(tgz);
-                let integrity =
-                    file_sha256(&tgz).map_err(|e| RunnerError::io("hashing the tarball", e))?;
-                let r = npm_install(&tgz.display().to_string(), work, Some(integrity));
-                let _ = std::fs::remove_dir_all(&packdir);
-                r
-            } else if fname.ends_with(".whl") {
-                let integrity =
-                    file_sha256(&abs).map_err(|e| RunnerError::io("hashing the wheel", e))?;
-                pip_install(&abs.display().to_string(), work, Some(integrity))
-            } else if fname.ends_with(".tgz") || fname.ends_with(".tar.gz") {
-                let integrity =
-                    file_sha256(&abs).map_err(|e| RunnerError::io("hashing the tarball", e))?;
-                npm_install(&abs.display().to_string(), work, Some(integrity))
-            } else if fname.ends_with(".zip") {
-                Err(RunnerError::Usage(format!(
-                    "file:{}: an sdist would run code to build; only wheels are accepted",
-                    p.display()
-                )))
-            } else {
-                Err(RunnerError::Usage(format!(
-                    "file:{}: expected an npm tarball (.tgz), an npm package folder, or a wheel (.whl)",
-                    p.display()
-                )))
+        Source::File(p) => prepare_file(p, work),
+        Source::NodeScript { package, script } => {
+            let mut prepared = prepare_file(package, work)?;
+            let rel = script.trim_start_matches("./");
+            if rel.split('/').any(|c| c == "..") || rel.starts_with('/') {
+                return Err(RunnerError::Usage(format!(
+                    "node {script}: the script must be inside its package folder"
+                )));
             }
+            let installed = work.join("node_modules").join(&prepared.name).join(rel);
+            if !installed.is_file() {
+                return Err(RunnerError::Prepare(format!(
+                    "{}: {rel} is not in the package as `npm pack` makes it (not listed in `files`, or built by a script mcplint does not run)",
+                    prepared.name
+                )));
+            }
+            prepared.entry = vec![format!("{{app}}/node_modules/{}/{rel}", prepared.name)];
+            Ok(prepared)
         }
+        Source::Bundle(b) => super::bundle::prepare(b, work),
         Source::Remote(_) => Err(RunnerError::Usage(
             "a remote server has nothing to install".into(),
         )),
+    }
+}
+
+/// `file:PATH`: an npm package folder or tarball, or a wheel.
+fn prepare_file(p: &Path, work: &Path) -> Result<Prepared, RunnerError> {
+    let abs = std::fs::canonicalize(p)
+        .map_err(|e| RunnerError::Usage(format!("file:{}: {e}", p.display())))?;
+    let fname = abs
+        .file_name()
+        .and_then(|s| s.to_str())
+        .unwrap_or("")
+        .to_owned();
+    if abs.is_dir() {
+        if !abs.join("package.json").is_file() {
+            return Err(RunnerError::Usage(format!(
+                "file:{}: a folder must be an npm package (with package.json)",
+                p.display()
+            )));
+        }
+        // Pack it (scripts off) so what is installed is what would be published.
+        let packdir = work.join(".pack");
+        std::fs::create_dir_all(&packdir).map_err(|e| RunnerError::io("creating a folder", e))?;
+        let out = run_tool(
+            Command::new("npm")
+                .args(["pack", "--ignore-scripts", "--silent", "--pack-destination"])
+                .arg(&packdir)
+                .arg(&abs),
+            "npm pack",
+        )?;
+        let tgz = String::from_utf8_lossy(&out.stdout)
+            .trim()
+            .lines()
+            .last()
+            .unwrap_or("")
+            .to_owned();
+        let tgz = packdir.join(tgz);
+        let integrity = file_sha256(&tgz).map_err(|e| RunnerError::io("hashing the tarball", e))?;
+        let r = npm_install(&tgz.display().to_string(), work, Some(integrity));
+        let _ = std::fs::remove_dir_all(&packdir);
+        r
+    } else if fname.ends_with(".whl") {
+        let integrity = file_sha256(&abs).map_err(|e| RunnerError::io("hashing the wheel", e))?;
+        pip_install(&abs.display().to_string(), work, Some(integrity), None)
+    } else if fname.ends_with(".tgz") || fname.ends_with(".tar.gz") {
+        let integrity = file_sha256(&abs).map_err(|e| RunnerError::io("hashing the tarball", e))?;
+        npm_install(&abs.display().to_string(), work, Some(integrity))
+    } else if fname.ends_with(".zip") {
+        Err(RunnerError::Usage(format!(
+            "file:{}: an sdist would run code to build; only wheels are accepted",
+            p.display()
+        )))
+    } else {
+        Err(RunnerError::Usage(format!(
+            "file:{}: expected an npm tarball (.tgz), an npm package folder, or a wheel (.whl)",
+            p.display()
+        )))
     }
 }
 
@@ -414,6 +493,7 @@ fn npm_install(spec: &str, dir: &Path, integrity: Option<String>) -> Result<Prep
         integrity,
         runtime: Runtime::Node,
         entry: vec![format!("{{app}}/node_modules/{name}/{bin}")],
+        env: Vec::new(),
     })
 }
 
@@ -439,7 +519,12 @@ fn host_python() -> String {
     std::env::var("MCPLINT_PYTHON").unwrap_or_else(|_| "python3".into())
 }
 
-fn pip_install(spec: &str, dir: &Path, integrity: Option<String>) -> Result<Prepared, RunnerError> {
+fn pip_install(
+    spec: &str,
+    dir: &Path,
+    integrity: Option<String>,
+    script: Option<&str>,
+) -> Result<Prepared, RunnerError> {
     let site = dir.join("site");
     std::fs::create_dir_all(&site)
         .map_err(|e| RunnerError::io("creating the package folder", e))?;
@@ -509,16 +594,29 @@ fn pip_install(spec: &str, dir: &Path, integrity: Option<String>) -> Result<Prep
         .ok_or_else(|| RunnerError::Prepare(format!("{name}: no .dist-info folder found")))?;
     let eps = std::fs::read_to_string(dist_info.join("entry_points.txt")).unwrap_or_default();
     let scripts = console_scripts(&eps);
-    let (_, target) = scripts
-        .iter()
-        .find(|(n, _)| norm(n) == norm(&name))
-        .or_else(|| scripts.first())
-        .cloned()
-        .ok_or_else(|| {
+    let chosen = match script {
+        Some(want) => scripts.iter().find(|(n, _)| n == want).ok_or_else(|| {
+            let have: Vec<&str> = scripts.iter().map(|(n, _)| n.as_str()).collect();
             RunnerError::Prepare(format!(
-                "{name}=={version}: no console_scripts entry point to start"
+                "{name}=={version} has no console script {want:?} (it has: {})",
+                if have.is_empty() {
+                    "none".to_string()
+                } else {
+                    have.join(", ")
+                }
             ))
-        })?;
+        })?,
+        None => scripts
+            .iter()
+            .find(|(n, _)| norm(n) == norm(&name))
+            .or_else(|| scripts.first())
+            .ok_or_else(|| {
+                RunnerError::Prepare(format!(
+                    "{name}=={version}: no console_scripts entry point to start"
+                ))
+            })?,
+    };
+    let target = chosen.1.clone();
     let (module, attr) = target.split_once(':').unwrap_or((target.as_str(), ""));
     let module = module.trim();
     let attr = attr.split_whitespace().next().unwrap_or("").trim();
@@ -544,7 +642,16 @@ fn pip_install(spec: &str, dir: &Path, integrity: Option<String>) -> Result<Prep
         integrity,
         runtime: Runtime::Python,
         entry: vec!["-c".into(), code],
+        env: python_env(),
     })
+}
+
+/// PYTHONPATH for a tree installed with `pip --target {app}/site`.
+fn python_env() -> Vec<(String, String)> {
+    vec![
+        ("PYTHONPATH".into(), "{app}/site".into()),
+        ("PYTHONDONTWRITEBYTECODE".into(), "1".into()),
+    ]
 }
 
 /// `[console_scripts]` entries of an `entry_points.txt`.
