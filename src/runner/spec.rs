@@ -274,11 +274,13 @@ fn server_json(
             Some(v) => format!("pypi:{id}=={v}"),
             None => format!("pypi:{id}"),
         },
-        other => return Err(usage(format!(
+        other => {
+            return Err(usage(format!(
             "{path}: package {} is a `{}` package; the runner starts npm and PyPI packages only",
             index.unwrap_or(0),
             crate::display::visible_short(other, 40)
-        ))),
+        )))
+        }
     };
     let source = Source::parse(&text, allow_unpinned).map_err(|e| usage(format!("{path}: {e}")))?;
     let Transport::Stdio { args, .. } = &launch.transport else {
@@ -854,5 +856,451 @@ impl UserConfig {
             .replace("${DOWNLOADS}", "/tmp")
             .replace("${pathSeparator}", "/")
             .replace("${/}", "/")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn load_text(name: &str, text: &str) -> Loaded {
+        crate::manifest::load::load_bytes(
+            Path::new(name),
+            text.as_bytes().to_vec(),
+            &LoadOptions::default(),
+        )
+        .expect("loads")
+    }
+
+    fn pick(server: Option<&str>, package: Option<usize>) -> Pick {
+        Pick {
+            server: server.map(str::to_owned),
+            package,
+        }
+    }
+
+    fn err(r: Result<Resolved, RunnerError>) -> String {
+        r.expect_err("refused").to_string()
+    }
+
+    const WEATHER: &str = r#"{"name":"io.github.x/weather","description":"d","version":"1.4.2",
+      "packages":[
+        {"registryType":"oci","identifier":"ghcr.io/x/weather","version":"1.4.2","transport":{"type":"stdio"}},
+        {"registryType":"npm","identifier":"@acme/weather-mcp","version":"1.4.2",
+         "transport":{"type":"stdio"},
+         "runtimeArguments":[{"type":"named","name":"--node-options","value":"--max-old-space-size=512"}],
+         "packageArguments":[{"type":"named","name":"--units","value":"metric"},
+                             {"type":"positional","valueHint":"city"}],
+         "environmentVariables":[{"name":"WEATHER_KEY","isSecret":true,"default":"published-secret"},
+                                 {"name":"LOG_LEVEL","default":"info"},
+                                 {"name":"REGION"}]},
+        {"registryType":"pypi","identifier":"weather-mcp","version":"1.4.2","transport":{"type":"stdio"}}
+      ]}"#;
+
+    #[test]
+    fn a_server_json_package_with_its_arguments_and_placeholders() {
+        let l = load_text("server.json", WEATHER);
+        let r = resolve(&l, &pick(None, Some(1)), false).expect("resolves");
+        assert_eq!(
+            r.source,
+            Source::Npm {
+                name: "@acme/weather-mcp".into(),
+                version: Some("1.4.2".into())
+            }
+        );
+        assert_eq!(r.args, ["--units", "metric", "{city}"]);
+        assert_eq!(
+            r.env,
+            [
+                (
+                    "WEATHER_KEY".into(),
+                    "mcplint-placeholder-WEATHER_KEY".into()
+                ),
+                ("LOG_LEVEL".into(), "info".into()),
+                ("REGION".into(), "mcplint-placeholder-REGION".into()),
+            ]
+        );
+        assert_eq!(r.origin.package_index, Some(1));
+        assert_eq!(r.origin.resolved, "npm:@acme/weather-mcp@1.4.2");
+        assert_eq!(r.origin.placeholders, ["env WEATHER_KEY", "env REGION"]);
+        assert!(
+            r.origin.notes.iter().any(|n| n.contains("--node-options")),
+            "{:?}",
+            r.origin.notes
+        );
+
+        let r = resolve(&l, &pick(None, Some(2)), false).expect("resolves");
+        assert_eq!(r.origin.resolved, "pypi:weather-mcp==1.4.2");
+        assert!(r.args.is_empty());
+    }
+
+    #[test]
+    fn a_server_json_with_several_packages_needs_a_pick() {
+        let l = load_text("server.json", WEATHER);
+        let e = err(resolve(&l, &Pick::default(), false));
+        assert!(
+            e.contains("--package N") && e.contains("--package 2: pypi weather-mcp 1.4.2"),
+            "{e}"
+        );
+        let e = err(resolve(&l, &pick(None, Some(0)), false));
+        assert!(e.contains("`oci` package"), "{e}");
+        let e = err(resolve(&l, &pick(None, Some(7)), false));
+        assert!(e.contains("no package 7"), "{e}");
+        // By its loaded name, as approvals pick it.
+        let r =
+            resolve(&l, &pick(Some("io.github.x/weather [pypi]"), None), false).expect("by name");
+        assert_eq!(r.origin.package_index, Some(2));
+        // One npm package among others that cannot run is picked alone.
+        let two = WEATHER.replace(
+            r#"{"registryType":"pypi","identifier":"weather-mcp","version":"1.4.2","transport":{"type":"stdio"}}"#,
+            r#"{"registryType":"nuget","identifier":"W","version":"1.4.2"}"#,
+        );
+        let r = resolve(&load_text("server.json", &two), &Pick::default(), false).expect("one npm");
+        assert_eq!(r.origin.package_index, Some(1));
+        assert!(r
+            .origin
+            .notes
+            .iter()
+            .any(|n| n.contains("only npm or PyPI")));
+    }
+
+    #[test]
+    fn a_server_json_without_a_pin_is_refused_unless_allowed() {
+        let text = r#"{"name":"io.github.x/w","description":"d","version":"1",
+          "packages":[{"registryType":"npm","identifier":"w-mcp","transport":{"type":"stdio"}}]}"#;
+        let l = load_text("server.json", text);
+        assert!(err(resolve(&l, &Pick::default(), false)).contains("exact version"));
+        let r = resolve(&l, &Pick::default(), true).expect("allowed");
+        assert_eq!(r.origin.resolved, "npm:w-mcp");
+        let ranged = text.replace(
+            r#""identifier":"w-mcp""#,
+            r#""identifier":"w-mcp","version":"^1.0.0""#,
+        );
+        assert!(err(resolve(
+            &load_text("server.json", &ranged),
+            &Pick::default(),
+            false
+        ))
+        .contains("exact version"));
+    }
+
+    #[test]
+    fn a_server_json_remote_gets_placeholder_headers() {
+        let text = r#"{"name":"io.github.x/w","description":"d","version":"1",
+          "remotes":[{"type":"streamable-http","url":"https://mcp.example.com/mcp",
+                      "headers":[{"name":"Authorization","value":"Bearer {token}","isSecret":true}]}]}"#;
+        let r = resolve(&load_text("server.json", text), &Pick::default(), false).expect("remote");
+        assert_eq!(
+            r.source,
+            Source::Remote("https://mcp.example.com/mcp".into())
+        );
+        assert_eq!(
+            r.headers,
+            [(
+                "Authorization".into(),
+                "mcplint-placeholder-Authorization".into()
+            )]
+        );
+    }
+
+    const SECRET: &str = "ghp_0123456789abcdefghijklmnopqrstuvwxyz";
+
+    fn config(entries: &str) -> Loaded {
+        load_text(
+            "mcp.json",
+            &format!(r#"{{"mcpServers": {{ {entries} }} }}"#),
+        )
+    }
+
+    /// True if the real secret reaches the server anywhere.
+    fn leaks(r: &Resolved) -> bool {
+        r.args
+            .iter()
+            .chain(r.env.iter().map(|(_, v)| v))
+            .chain(r.headers.iter().map(|(_, v)| v))
+            .any(|v| v.contains(SECRET))
+    }
+
+    #[test]
+    fn a_client_entry_npx_pinned_with_secrets_replaced() {
+        let l = config(&format!(
+            r#""gh": {{"command": "npx", "args": ["-y", "@acme/gh-mcp@2.0.1", "--token", "{SECRET}", "--api-key={SECRET}", "--repo", "x/y", "${{workspaceFolder}}"],
+                      "env": {{"GITHUB_TOKEN": "{SECRET}", "LOG": "debug", "REF": "${{env:HOME}}"}}}}"#
+        ));
+        let r = resolve(&l, &Pick::default(), false).expect("resolves");
+        assert_eq!(
+            r.source,
+            Source::Npm {
+                name: "@acme/gh-mcp".into(),
+                version: Some("2.0.1".into())
+            }
+        );
+        assert!(!leaks(&r), "{r:?}");
+        assert_eq!(
+            r.args,
+            [
+                "--token",
+                "mcplint-placeholder-args3",
+                "--api-key=mcplint-placeholder-args4",
+                "--repo",
+                "x/y",
+                "mcplint-placeholder-args7"
+            ]
+        );
+        assert_eq!(
+            r.env,
+            [
+                (
+                    "GITHUB_TOKEN".into(),
+                    "mcplint-placeholder-GITHUB_TOKEN".into()
+                ),
+                ("LOG".into(), "mcplint-placeholder-LOG".into()),
+                ("REF".into(), "mcplint-placeholder-REF".into()),
+            ]
+        );
+        assert_eq!(r.origin.server, "gh");
+        assert_eq!(r.origin.resolved, "npm:@acme/gh-mcp@2.0.1");
+        assert!(r
+            .origin
+            .placeholders
+            .contains(&"env GITHUB_TOKEN".to_string()));
+    }
+
+    #[test]
+    fn client_entries_uvx_forms() {
+        for (args, name, script, rest) in [
+            (
+                r#"["mcp-server-time==2026.10.19", "--local-timezone", "UTC"]"#,
+                "mcp-server-time",
+                None,
+                vec!["--local-timezone", "UTC"],
+            ),
+            (
+                r#"["mcp-server-time@2026.10.19"]"#,
+                "mcp-server-time",
+                None,
+                vec![],
+            ),
+            (
+                r#"["--from", "acme-tools==1.0", "acme-mcp", "--x"]"#,
+                "acme-tools",
+                Some("acme-mcp"),
+                vec!["--x"],
+            ),
+        ] {
+            let l = config(&format!(r#""t": {{"command": "uvx", "args": {args}}}"#));
+            let r = resolve(&l, &Pick::default(), false).expect("resolves");
+            match &r.source {
+                Source::Pypi {
+                    name: n,
+                    script: s,
+                    version,
+                } => {
+                    assert_eq!(n, name);
+                    assert_eq!(s.as_deref(), script);
+                    assert!(version.is_some());
+                }
+                other => panic!("{other:?}"),
+            }
+            assert_eq!(r.args, rest);
+        }
+        let l =
+            config(r#""t": {"command": "uv", "args": ["tool", "run", "mcp-server-time==1.0.0"]}"#);
+        assert!(resolve(&l, &Pick::default(), false).is_ok());
+    }
+
+    #[test]
+    fn client_entries_that_are_refused() {
+        for (entry, why) in [
+            (
+                r#""a": {"command": "npx", "args": ["-y", "@acme/x"]}"#,
+                "exact version",
+            ),
+            (
+                r#""a": {"command": "npx", "args": ["-y", "@acme/x@latest"]}"#,
+                "exact version",
+            ),
+            (
+                r#""a": {"command": "uvx", "args": ["mcp-server-time"]}"#,
+                "exact version",
+            ),
+            (
+                r#""a": {"command": "npx", "args": ["--package", "x@1.0.0", "y"]}"#,
+                "not supported",
+            ),
+            (
+                r#""a": {"command": "docker", "args": ["run", "-i", "img"]}"#,
+                "container",
+            ),
+            (
+                r#""a": {"command": "/usr/local/bin/my-server"}"#,
+                "not a package runner",
+            ),
+            (
+                r#""a": {"command": "uv", "args": ["run", "server.py"]}"#,
+                "uv tool run",
+            ),
+            (
+                r#""a": {"command": "node", "args": ["/nonexistent/mcplint/x.js"]}"#,
+                "node /nonexistent",
+            ),
+        ] {
+            let e = err(resolve(&config(entry), &Pick::default(), false));
+            assert!(e.contains(why), "{entry}: {e}");
+        }
+    }
+
+    #[test]
+    fn client_entries_are_picked_by_name() {
+        let l = config(
+            r#""a": {"command": "npx", "args": ["a@1.0.0"]}, "b": {"command": "npx", "args": ["b@2.0.0"]}"#,
+        );
+        let e = err(resolve(&l, &Pick::default(), false));
+        assert!(e.contains("--server NAME") && e.contains("a, b"), "{e}");
+        let r = resolve(&l, &pick(Some("b"), None), false).expect("b");
+        assert_eq!(r.origin.resolved, "npm:b@2.0.0");
+        assert!(err(resolve(&l, &pick(Some("c"), None), false)).contains("no server named"));
+        assert!(err(resolve(&l, &pick(Some("a"), Some(0)), false)).contains("--package picks"));
+    }
+
+    #[test]
+    fn a_client_entry_node_script_maps_to_its_package_folder() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let pkg = dir.path().join("srv");
+        std::fs::create_dir_all(pkg.join("dist")).expect("mkdir");
+        std::fs::write(
+            pkg.join("package.json"),
+            r#"{"name":"srv","version":"1.0.0"}"#,
+        )
+        .expect("write");
+        std::fs::write(pkg.join("dist/index.js"), "").expect("write");
+        let cfg = dir.path().join("mcp.json");
+        std::fs::write(
+            &cfg,
+            r#"{"mcpServers":{"s":{"command":"node","args":["srv/dist/index.js","--flag"]}}}"#,
+        )
+        .expect("write");
+        let r = load(&cfg, &Pick::default(), false).expect("resolves");
+        match &r.source {
+            Source::NodeScript { package, script } => {
+                assert_eq!(package, &std::fs::canonicalize(&pkg).expect("canon"));
+                assert_eq!(script, "dist/index.js");
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(r.args, ["--flag"]);
+    }
+
+    #[test]
+    fn a_remote_client_entry_never_sends_the_real_header() {
+        let l = config(&format!(
+            r#""r": {{"url": "https://mcp.example.com/mcp", "headers": {{"Authorization": "Bearer {SECRET}"}}}}"#
+        ));
+        let r = resolve(&l, &Pick::default(), false).expect("remote");
+        assert_eq!(
+            r.source,
+            Source::Remote("https://mcp.example.com/mcp".into())
+        );
+        assert!(!leaks(&r));
+        assert_eq!(r.origin.placeholders, ["header Authorization"]);
+    }
+
+    fn bundle(server: &str, user_config: &str) -> Loaded {
+        load_text(
+            "b/manifest.json",
+            &format!(
+                r#"{{"manifest_version":"0.3","name":"b","version":"2.1.0","description":"d",
+                    "author":{{"name":"a"}},"server":{server},"user_config":{{ {user_config} }} }}"#
+            ),
+        )
+    }
+
+    #[test]
+    fn a_bundle_runs_its_mcp_config_with_user_config_defaults_and_placeholders() {
+        let l = bundle(
+            r#"{"type":"node","entry_point":"server/index.js","mcp_config":{"command":"node",
+                "args":["${__dirname}/server/index.js","--dir=${user_config.dir}","${user_config.more}"],
+                "env":{"KEY":"${user_config.key}","PLAIN":"x","CACHE":"${HOME}/c","NOVAL":"${user_config.novalue}"}}}"#,
+            r#""key":{"type":"string","title":"k","sensitive":true,"default":"published"},
+               "dir":{"type":"directory","title":"d","default":"${HOME}/data"},
+               "more":{"type":"directory","title":"m","multiple":true,"default":["/x","/y"]},
+               "novalue":{"type":"string","title":"n"}"#,
+        );
+        let r = resolve(&l, &Pick::default(), false).expect("resolves");
+        let Source::Bundle(b) = &r.source else {
+            panic!("{:?}", r.source)
+        };
+        assert_eq!(b.path, PathBuf::from("b"));
+        assert_eq!((b.name.as_str(), b.version.as_str()), ("b", "2.1.0"));
+        assert_eq!(b.runtime, Runtime::Node);
+        assert_eq!(
+            b.entry,
+            ["{app}/server/index.js", "--dir=/tmp/data", "/x", "/y"]
+        );
+        assert_eq!(
+            b.env,
+            [
+                ("PLAIN".into(), "x".into()),
+                ("CACHE".into(), "/tmp/c".into())
+            ]
+        );
+        assert_eq!(
+            r.env,
+            [
+                ("KEY".into(), "mcplint-placeholder-key".into()),
+                ("NOVAL".into(), "mcplint-placeholder-novalue".into()),
+            ]
+        );
+        assert!(!format!("{r:?}").contains("published"));
+        assert_eq!(
+            r.origin.placeholders,
+            [
+                "user_config key",
+                "env KEY",
+                "user_config novalue",
+                "env NOVAL"
+            ]
+        );
+    }
+
+    #[test]
+    fn bundles_linux_override_binary_and_refusals() {
+        let l = bundle(
+            r#"{"type":"binary","entry_point":"bin/s","mcp_config":{"command":"${__dirname}/bin/s.exe",
+                "platform_overrides":{"linux":{"command":"${__dirname}/bin/s","args":["--stdio"]}}}}"#,
+            "",
+        );
+        let r = resolve(&l, &Pick::default(), false).expect("resolves");
+        let Source::Bundle(b) = &r.source else {
+            panic!()
+        };
+        assert_eq!(b.runtime, Runtime::Binary);
+        assert_eq!(b.entry, ["{app}/bin/s", "--stdio"]);
+        assert!(r.origin.notes.iter().any(|n| n.contains("linux")));
+
+        let uv = bundle(r#"{"type":"uv","entry_point":"server.py"}"#, "");
+        assert!(err(resolve(&uv, &Pick::default(), false)).contains("network"));
+        let other = bundle(
+            r#"{"type":"binary","entry_point":"x","mcp_config":{"command":"/usr/bin/env"}}"#,
+            "",
+        );
+        assert!(err(resolve(&other, &Pick::default(), false)).contains("neither node"));
+        let py = bundle(
+            r#"{"type":"python","entry_point":"server/main.py","mcp_config":{"command":"python3","args":["${__dirname}/server/main.py"],"env":{"PYTHONPATH":"${__dirname}/server/lib"}}}"#,
+            "",
+        );
+        let r = resolve(&py, &Pick::default(), false).expect("python");
+        let Source::Bundle(b) = &r.source else {
+            panic!()
+        };
+        assert_eq!(b.runtime, Runtime::Python);
+        assert_eq!(b.env, [("PYTHONPATH".into(), "{app}/server/lib".into())]);
+        assert!(err(resolve(&py, &pick(Some("x"), None), false)).contains("one server"));
+    }
+
+    #[test]
+    fn a_capture_is_not_a_launch_spec() {
+        let l = load_text("c.json", r#"{"tools":[]}"#);
+        assert!(err(resolve(&l, &Pick::default(), false)).contains("nothing to launch"));
     }
 }
