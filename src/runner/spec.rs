@@ -588,14 +588,12 @@ fn command_source(
         }
         "node" | "nodejs" => {
             let mut it = args.iter();
-            let script = loop {
-                match it.next() {
-                    None => return Err("node without a script".into()),
-                    Some(a) if a.starts_with('-') => {
-                        return Err(format!("node option {} is not supported", shown(a)))
-                    }
-                    Some(a) => break a,
+            let script = match it.next() {
+                None => return Err("node without a script".into()),
+                Some(a) if a.starts_with('-') => {
+                    return Err(format!("node option {} is not supported", shown(a)))
                 }
+                Some(a) => a,
             };
             let p = if Path::new(script).is_absolute() {
                 PathBuf::from(script)
