@@ -223,6 +223,7 @@ fn fetch_live(
             cfg.name, cfg.source_text
         )],
         origin,
+        build_in_guest: false,
     };
     let capture =
         runner::fetch(&Target::Source(source), &fetch_opts).map_err(|e| fail(e.to_string()))?;

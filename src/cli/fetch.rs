@@ -16,8 +16,10 @@ use crate::runner::{FetchOptions, RunnerError, Sandbox, Target};
 #[command(after_help = "\
 Sources:
   npm:PKG@VERSION        an exact npm version (installed with scripts off)
-  pypi:PKG==VERSION      an exact PyPI version (wheels only; sdists are refused)
+  pypi:PKG==VERSION      an exact PyPI version (wheels only; an sdist is refused
+                         unless --build-in-guest builds it inside the sandbox)
   file:PATH              a local npm tarball or package folder, or a wheel
+                         (or a Python sdist .tar.gz with --build-in-guest)
   https://HOST/PATH      a remote Streamable HTTP server (no VM: nothing runs here)
   --command -- CMD ARGS  a local stdio server, only with --no-sandbox
   PATH                   a launch spec, recognised by its content:
@@ -118,6 +120,13 @@ pub struct Args {
     /// An HTTP header for remote servers, 'Name: value'. Repeatable.
     #[arg(long = "header", value_name = "HEADER")]
     pub headers: Vec<String>,
+    /// Build a PyPI package that has no wheel from its sdist inside the
+    /// sandbox (never on this host): the host downloads the sdist (checked
+    /// against PyPI's sha256), its dependencies and build requirements as
+    /// wheels; the guest, offline, builds it with pip into its scratch /tmp
+    /// and starts it. Adds 600 s to --handshake-timeout and --timeout.
+    #[arg(long)]
+    pub build_in_guest: bool,
     /// With a client config as SOURCE: the entry to fetch (its key).
     #[arg(long, value_name = "NAME")]
     pub server: Option<String>,
@@ -225,8 +234,10 @@ pub fn run(args: &Args) -> Result<i32, RunnerError> {
         };
         headers.push((k.trim().to_owned(), v.trim().to_owned()));
     }
+    // The build runs before the server can answer.
+    let build_secs = if args.build_in_guest { 600 } else { 0 };
     let mut client = ClientOptions {
-        handshake_timeout: Duration::from_secs(args.handshake_timeout),
+        handshake_timeout: Duration::from_secs(args.handshake_timeout + build_secs),
         request_timeout: Duration::from_secs(args.request_timeout),
         max_bytes: args.max_bytes,
         era: args.era,
@@ -271,7 +282,7 @@ pub fn run(args: &Args) -> Result<i32, RunnerError> {
     let opts = FetchOptions {
         sandbox,
         client,
-        timeout: Duration::from_secs(args.timeout),
+        timeout: Duration::from_secs(args.timeout + build_secs),
         vm: VmConfig {
             memory_mib: args.memory,
             cpus: args.cpus,
@@ -283,6 +294,7 @@ pub fn run(args: &Args) -> Result<i32, RunnerError> {
         source_text,
         notes,
         origin,
+        build_in_guest: args.build_in_guest,
     };
     let (capture, code) = if args.identities.is_empty() {
         (crate::runner::fetch(&target, &opts)?, super::EXIT_OK)

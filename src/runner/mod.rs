@@ -15,6 +15,7 @@ pub mod client;
 pub mod http;
 pub mod image;
 pub mod process;
+pub mod sdist;
 pub mod source;
 pub mod spec;
 pub mod vm;
@@ -146,6 +147,9 @@ pub struct FetchOptions {
     pub source_text: String,
     /// Notes to record.
     pub notes: Vec<String>,
+    /// Build a PyPI package that has no wheel from its sdist inside the
+    /// sandbox instead of refusing it.
+    pub build_in_guest: bool,
     /// The launch spec (server.json, client-config entry, MCPB bundle) the
     /// source was resolved from, recorded in the capture.
     pub origin: Option<spec::Origin>,
@@ -186,7 +190,14 @@ pub fn fetch(target: &Target, opts: &FetchOptions) -> Result<Value, RunnerError>
         }
         Target::Source(src) => {
             let work = WorkDir::new()?;
-            let prepared = source::prepare(src, &work.path.join("pkg"))?;
+            if opts.build_in_guest && opts.sandbox == Sandbox::None {
+                return Err(RunnerError::Usage(
+                    "--build-in-guest builds inside the sandbox; with --no-sandbox there is none"
+                        .into(),
+                ));
+            }
+            let prepared = source::prepare(src, &work.path.join("pkg"), opts.build_in_guest)?;
+            prov.notes.extend(prepared.notes.iter().cloned());
             prov.package = Some(prepared.name.clone());
             prov.resolved_version = Some(prepared.version.clone());
             prov.integrity = prepared.integrity.clone();

@@ -216,6 +216,8 @@ pub struct Prepared {
     entry: Vec<String>,
     /// Environment the server needs to find its code, `{app}` for the folder.
     env: Vec<(String, String)>,
+    /// What a reader of the capture should know about how it was prepared.
+    pub notes: Vec<String>,
 }
 
 impl Prepared {
@@ -237,6 +239,7 @@ impl Prepared {
             runtime,
             entry,
             env,
+            notes: Vec::new(),
         }
     }
 
@@ -262,7 +265,7 @@ impl Prepared {
     }
 }
 
-fn run_tool(cmd: &mut Command, what: &str) -> Result<std::process::Output, RunnerError> {
+pub(crate) fn run_tool(cmd: &mut Command, what: &str) -> Result<std::process::Output, RunnerError> {
     let out = cmd
         .stdin(std::process::Stdio::null())
         .output()
@@ -300,8 +303,10 @@ pub fn file_sha256(p: &Path) -> std::io::Result<String> {
     Ok(format!("sha256:{:x}", h.finalize()))
 }
 
-/// Unpacks a package source into `work` (a fresh folder).
-pub fn prepare(src: &Source, work: &Path) -> Result<Prepared, RunnerError> {
+/// Unpacks a package source into `work` (a fresh folder). With
+/// `build_in_guest`, a PyPI package that has no wheel is laid out to be
+/// built inside the sandbox (see [`super::sdist`]) instead of refused.
+pub fn prepare(src: &Source, work: &Path, build_in_guest: bool) -> Result<Prepared, RunnerError> {
     match src {
         Source::Npm { name, version } => {
             let spec = match version {
@@ -319,11 +324,21 @@ pub fn prepare(src: &Source, work: &Path) -> Result<Prepared, RunnerError> {
                 Some(v) => format!("{name}=={v}"),
                 None => name.clone(),
             };
-            pip_install(&spec, work, None, script.as_deref())
+            match pip_install(&spec, work, None, script.as_deref()) {
+                Err(RunnerError::Prepare(m)) if build_in_guest && no_wheel_for(&m, name) => {
+                    let mut p =
+                        super::sdist::from_pypi(name, version.as_deref(), work, script.as_deref())?;
+                    p.notes.push(format!(
+                        "{name} has no wheel for the guest: its sdist was built inside the sandbox (--build-in-guest)"
+                    ));
+                    Ok(p)
+                }
+                other => other,
+            }
         }
-        Source::File(p) => prepare_file(p, work),
+        Source::File(p) => prepare_file(p, work, build_in_guest),
         Source::NodeScript { package, script } => {
-            let mut prepared = prepare_file(package, work)?;
+            let mut prepared = prepare_file(package, work, false)?;
             let rel = script.trim_start_matches("./");
             if rel.split('/').any(|c| c == "..") || rel.starts_with('/') {
                 return Err(RunnerError::Usage(format!(
@@ -347,8 +362,25 @@ pub fn prepare(src: &Source, work: &Path) -> Result<Prepared, RunnerError> {
     }
 }
 
-/// `file:PATH`: an npm package folder or tarball, or a wheel.
-fn prepare_file(p: &Path, work: &Path) -> Result<Prepared, RunnerError> {
+/// True if pip's error says the package `name` itself has no usable wheel
+/// (not one of its dependencies).
+fn no_wheel_for(message: &str, name: &str) -> bool {
+    let norm = |s: &str| s.to_ascii_lowercase().replace(['-', '.'], "_");
+    message.lines().any(|l| {
+        l.split_once("No matching distribution found for ")
+            .is_some_and(|(_, req)| {
+                let req_name: String = req
+                    .chars()
+                    .take_while(|c| c.is_ascii_alphanumeric() || "-_.".contains(*c))
+                    .collect();
+                norm(&req_name) == norm(name)
+            })
+    })
+}
+
+/// `file:PATH`: an npm package folder or tarball, a wheel, or (with
+/// `build_in_guest`) a Python sdist.
+fn prepare_file(p: &Path, work: &Path, build_in_guest: bool) -> Result<Prepared, RunnerError> {
     let abs = std::fs::canonicalize(p)
         .map_err(|e| RunnerError::Usage(format!("file:{}: {e}", p.display())))?;
     let fname = abs
@@ -387,6 +419,18 @@ fn prepare_file(p: &Path, work: &Path) -> Result<Prepared, RunnerError> {
     } else if fname.ends_with(".whl") {
         let integrity = file_sha256(&abs).map_err(|e| RunnerError::io("hashing the wheel", e))?;
         pip_install(&abs.display().to_string(), work, Some(integrity), None)
+    } else if fname.ends_with(".tar.gz") && super::sdist::is_python_sdist(&abs) {
+        if !build_in_guest {
+            return Err(RunnerError::Usage(format!(
+                "file:{}: a Python sdist runs code to build; mcplint never builds on this host (--build-in-guest builds it inside the sandbox)",
+                p.display()
+            )));
+        }
+        let mut prepared = super::sdist::from_file(&abs, work)?;
+        prepared
+            .notes
+            .push("a Python sdist, built inside the sandbox (--build-in-guest)".into());
+        Ok(prepared)
     } else if fname.ends_with(".tgz") || fname.ends_with(".tar.gz") {
         let integrity = file_sha256(&abs).map_err(|e| RunnerError::io("hashing the tarball", e))?;
         npm_install(&abs.display().to_string(), work, Some(integrity))
@@ -494,6 +538,7 @@ fn npm_install(spec: &str, dir: &Path, integrity: Option<String>) -> Result<Prep
         runtime: Runtime::Node,
         entry: vec![format!("{{app}}/node_modules/{name}/{bin}")],
         env: Vec::new(),
+        notes: Vec::new(),
     })
 }
 
@@ -507,15 +552,60 @@ fn scripts_needed(pj: &Value) -> bool {
         })
 }
 
-fn read_json(p: &Path) -> Result<Value, RunnerError> {
+pub(crate) fn read_json(p: &Path) -> Result<Value, RunnerError> {
     let bytes =
         std::fs::read(p).map_err(|e| RunnerError::io(&format!("reading {}", p.display()), e))?;
     serde_json::from_slice(&bytes)
         .map_err(|e| RunnerError::Prepare(format!("{}: {e}", p.display())))
 }
 
+/// `pip SUBCOMMAND` on the host, for wheels only, and only wheels the
+/// guest's Python can use (Debian 12: CPython 3.11, glibc 2.36). With
+/// `--only-binary=:all:` pip never runs a package's build code.
+pub(crate) fn guest_wheels(subcommand: &[&str]) -> Command {
+    let mut c = Command::new(host_python());
+    c.arg("-m").arg("pip").args(subcommand);
+    c.args([
+        "--disable-pip-version-check",
+        "--no-input",
+        "--quiet",
+        "--only-binary=:all:",
+    ])
+    .args([
+        "--python-version",
+        "3.11",
+        "--implementation",
+        "cp",
+        "--abi",
+        "cp311",
+        "--abi",
+        "abi3",
+        "--abi",
+        "none",
+    ])
+    .args([
+        "--platform",
+        "manylinux_2_36_x86_64",
+        "--platform",
+        "manylinux_2_28_x86_64",
+        "--platform",
+        "manylinux_2_17_x86_64",
+        "--platform",
+        "manylinux2014_x86_64",
+        "--platform",
+        "manylinux_2_5_x86_64",
+        "--platform",
+        "manylinux1_x86_64",
+        "--platform",
+        "linux_x86_64",
+        "--platform",
+        "any",
+    ]);
+    c
+}
+
 /// The Python interpreter used on the host to download wheels.
-fn host_python() -> String {
+pub(crate) fn host_python() -> String {
     std::env::var("MCPLINT_PYTHON").unwrap_or_else(|_| "python3".into())
 }
 
@@ -529,12 +619,8 @@ fn pip_install(
     std::fs::create_dir_all(&site)
         .map_err(|e| RunnerError::io("creating the package folder", e))?;
     let report = dir.join(".pip-report.json");
-    // Wheels for the guest's Python (Debian 12: CPython 3.11, glibc 2.36).
     run_tool(
-        Command::new(host_python())
-            .args(["-m", "pip", "install", "--disable-pip-version-check", "--no-input", "--quiet", "--only-binary=:all:", "--no-compile"])
-            .args(["--python-version", "3.11", "--implementation", "cp", "--abi", "cp311", "--abi", "abi3", "--abi", "none"])
-            .args(["--platform", "manylinux_2_36_x86_64", "--platform", "manylinux_2_28_x86_64", "--platform", "manylinux_2_17_x86_64", "--platform", "manylinux2014_x86_64", "--platform", "manylinux_2_5_x86_64", "--platform", "manylinux1_x86_64", "--platform", "linux_x86_64", "--platform", "any"])
+        guest_wheels(&["install", "--no-compile"])
             .arg("--report")
             .arg(&report)
             .arg("--target")
@@ -544,7 +630,7 @@ fn pip_install(
     )
     .map_err(|e| match e {
         RunnerError::Prepare(m) if m.contains("from versions: none") || m.contains("No matching distribution") => RunnerError::Prepare(format!(
-            "{m}\n(no wheel for CPython 3.11 on x86_64 Linux: an sdist would run its build code on the host, so mcplint refuses it)"
+            "{m}\n(no wheel for CPython 3.11 on x86_64 Linux: an sdist would run its build code on the host, so mcplint refuses it; --build-in-guest builds the requested package's sdist inside the sandbox)"
         )),
         other => other,
     })?;
@@ -643,11 +729,12 @@ fn pip_install(
         runtime: Runtime::Python,
         entry: vec!["-c".into(), code],
         env: python_env(),
+        notes: Vec::new(),
     })
 }
 
 /// PYTHONPATH for a tree installed with `pip --target {app}/site`.
-fn python_env() -> Vec<(String, String)> {
+pub(crate) fn python_env() -> Vec<(String, String)> {
     vec![
         ("PYTHONPATH".into(), "{app}/site".into()),
         ("PYTHONDONTWRITEBYTECODE".into(), "1".into()),
