@@ -595,6 +595,62 @@ fn server_json_sources_are_resolved_or_refused_with_a_reason() {
 }
 
 // ---------------------------------------------------------------------------
+// --build-in-guest: a Python sdist is built inside the sandbox, never here.
+
+/// The sdist fixture as `NAME-VER.tar.gz` in `dir` (packed with tar; nothing
+/// of it runs on this host).
+fn fixture_sdist(dir: &Path) -> PathBuf {
+    let name = "mcplint-sdist-fixture-1.0.0";
+    let out = dir.join(format!("{name}.tar.gz"));
+    let st = Command::new("tar")
+        .arg("-czf")
+        .arg(&out)
+        .arg("-C")
+        .arg(fixture("sdist"))
+        .arg(name)
+        .status()
+        .expect("run tar");
+    assert!(st.success());
+    out
+}
+
+#[test]
+fn an_sdist_is_refused_without_build_in_guest() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let src = format!("file:{}", fixture_sdist(dir.path()).display());
+    let r = fetch(&["--sandbox", "namespaces", &src]);
+    assert_eq!(r.code(), 2);
+    assert!(r.stderr().contains("--build-in-guest"), "{}", r.stderr());
+    assert!(r.capture.is_none());
+    let r = fetch(&["--no-sandbox", "--build-in-guest", &src]);
+    assert_eq!(r.code(), 2);
+    assert!(r.stderr().contains("there is none"), "{}", r.stderr());
+}
+
+#[test]
+fn build_in_guest_builds_an_sdist_inside_the_sandbox() {
+    if !vm_tests_enabled() {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let src = format!("file:{}", fixture_sdist(dir.path()).display());
+    let r = vm_fetch(&["--sandbox", "namespaces", "--build-in-guest", &src]);
+    assert_eq!(r.code(), 0, "{}", r.stderr());
+    let built: Value =
+        serde_json::from_str(r.cap()["tools"][0]["description"].as_str().unwrap_or("{}"))
+            .expect("fixture report");
+    // The fixture's build step records where it ran: inside the sandbox.
+    assert_eq!(built["built_by"], "sandbox", "{built}");
+    let c = &r.cap()["capture"];
+    assert_eq!(c["resolved_version"], "1.0.0");
+    assert!(c["integrity"].as_str().unwrap_or("").starts_with("sha256:"));
+    assert!(
+        c["notes"].to_string().contains("built inside the sandbox"),
+        "{c}"
+    );
+}
+
+// ---------------------------------------------------------------------------
 // In the microVM. These need the guest image (`mcplint runner setup`, which
 // scripts/test.sh runs). Without it they fail, unless MCPLINT_SKIP_VM_TESTS=1
 // says to skip them (for machines that cannot build it); CI builds it.

@@ -387,25 +387,31 @@ sys.exit(f())
 /// only downloads.
 const DOWNLOAD_SDIST: &str = r#"import hashlib, json, os, ssl, sys, urllib.request
 name, version, dest = sys.argv[1], sys.argv[2], sys.argv[3]
-ctx = ssl.create_default_context(cafile=os.environ.get('PIP_CERT') or None)
-base = 'https://pypi.org/pypi/' + name + ('/' + version if version else '') + '/json'
-with urllib.request.urlopen(base, context=ctx, timeout=120) as r:
-    info = json.load(r)
-files = [u for u in info.get('urls', []) if u.get('packagetype') == 'sdist' and u.get('filename', '').endswith('.tar.gz')]
-if not files:
-    sys.exit('%s %s has no .tar.gz sdist on PyPI' % (name, info.get('info', {}).get('version', version)))
-f = files[0]
-fname = os.path.basename(f['filename'])
-if fname.startswith('.') or '/' in fname:
-    sys.exit('odd file name %r' % fname)
-h = hashlib.sha256()
-with urllib.request.urlopen(f['url'], context=ctx, timeout=300) as r, open(os.path.join(dest, fname), 'wb') as out:
-    while True:
-        b = r.read(1 << 16)
-        if not b:
-            break
-        h.update(b)
-        out.write(b)
+try:
+    ctx = ssl.create_default_context(cafile=os.environ.get('PIP_CERT') or None)
+    with urllib.request.urlopen('https://pypi.org/pypi/' + name + '/json', context=ctx, timeout=120) as r:
+        info = json.load(r)
+    version = version or info['info']['version']
+    files = [u for u in info.get('releases', {}).get(version, [])
+             if u.get('packagetype') == 'sdist' and u.get('filename', '').endswith('.tar.gz')]
+    if not files:
+        sys.exit('%s %s has no .tar.gz sdist on PyPI' % (name, version))
+    f = files[0]
+    fname = os.path.basename(f['filename'])
+    if fname.startswith('.') or '/' in fname:
+        sys.exit('odd file name %r' % fname)
+    h = hashlib.sha256()
+    with urllib.request.urlopen(f['url'], context=ctx, timeout=300) as r, open(os.path.join(dest, fname), 'wb') as out:
+        while True:
+            b = r.read(1 << 16)
+            if not b:
+                break
+            h.update(b)
+            out.write(b)
+except OSError as e:
+    sys.exit('PyPI: %s' % e)
+except (KeyError, ValueError) as e:
+    sys.exit('PyPI answered something unexpected: %r' % e)
 if h.hexdigest() != f['digests']['sha256']:
     sys.exit('%s: sha256 %s does not match the registry (%s)' % (fname, h.hexdigest(), f['digests']['sha256']))
 print(fname)

@@ -807,6 +807,15 @@ mod tests {
     }
 
     #[test]
+    fn which_package_lacks_a_wheel() {
+        let msg = "ERROR: Could not find a version that satisfies the requirement docopt==0.6.2 (from versions: none)\nERROR: No matching distribution found for docopt==0.6.2";
+        assert!(no_wheel_for(msg, "docopt"));
+        assert!(no_wheel_for(msg, "DocOpt"));
+        assert!(!no_wheel_for(msg, "my-server"));
+        assert!(!no_wheel_for("ERROR: something else", "docopt"));
+    }
+
+    #[test]
     fn entry_points() {
         let eps = "[console_scripts]\nmcp-server-time = mcp_server_time:main\n\n[other]\nx = y:z\n";
         assert_eq!(
