@@ -299,10 +299,26 @@ fn write_guest_launcher(
         s.push_str(&sh_quote(a));
     }
     s.push('\n');
-    std::fs::write(p.dir.join(".mcplint-run.sh"), s)
+    write_fresh(&p.dir.join(".mcplint-run.sh"), s.as_bytes())
         .map_err(|e| RunnerError::io("writing the launcher", e))?;
-    std::fs::write(p.dir.join(".mcplint-app"), "")
+    write_fresh(&p.dir.join(".mcplint-app"), b"")
         .map_err(|e| RunnerError::io("writing the marker", e))
+}
+
+/// Writes a new file where the package tree may already hold one of that
+/// name: removed first (a link is removed, never followed, so a bundle's
+/// `.mcplint-run.sh -> ~/.bashrc` cannot redirect the write to the host).
+fn write_fresh(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    match std::fs::remove_file(path) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
+        _ => {}
+    }
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(path)?
+        .write_all(bytes)
 }
 
 /// bubblewrap around the server itself: no network, read-only runtime and
@@ -462,5 +478,24 @@ impl Watchdog {
     fn stop(self) -> bool {
         let _ = self.stop.send(());
         self.handle.join().unwrap_or(false)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_launcher_is_never_written_through_a_link() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let victim = dir.path().join("victim");
+        std::fs::write(&victim, "keep").expect("write");
+        let link = dir.path().join(".mcplint-run.sh");
+        std::os::unix::fs::symlink(&victim, &link).expect("link");
+        super::write_fresh(&link, b"launcher").expect("writes");
+        assert_eq!(std::fs::read_to_string(&victim).expect("read"), "keep");
+        assert_eq!(std::fs::read_to_string(&link).expect("read"), "launcher");
+        assert!(!std::fs::symlink_metadata(&link)
+            .expect("meta")
+            .file_type()
+            .is_symlink());
     }
 }

@@ -146,7 +146,7 @@ impl Source {
             return Ok(Source::Remote(s.to_owned()));
         }
         bad(format!(
-            "{s:?}: unknown source; use npm:PKG@VERSION, pypi:PKG==VERSION, file:PATH, https://URL, or --command with --no-sandbox"
+            "{s:?}: unknown source; use npm:PKG@VERSION, pypi:PKG==VERSION, file:PATH, https://URL, the path of a server.json, client config or MCPB bundle, or --command with --no-sandbox"
         ))
     }
 }
