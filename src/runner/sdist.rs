@@ -8,11 +8,12 @@
 //! and reads its static metadata from the archive (`PKG-INFO`,
 //! `pyproject.toml`, `*.egg-info/requires.txt`) without running anything.
 //! Then, with wheels only (no code runs): the sdist's dependencies are
-//! installed into `site` as for any PyPI package, its build requirements are
-//! downloaded into `wheels`, and pip itself into `tools`. In the guest (no
-//! network), a small launcher runs pip from its wheel to build and install
-//! the sdist from those local files (`--no-index --find-links`) into the
-//! guest's scratch `/tmp` (a tmpfs), then starts the console script.
+//! installed into `site` as for any PyPI package, and pip with the build
+//! requirements into `buildenv` (both compiled to bytecode on the host). In
+//! the guest (no network), a small launcher runs that pip, offline
+//! (`--no-index --no-build-isolation`, `buildenv` on the path), to build and
+//! install the sdist into the guest's scratch `/tmp` (a tmpfs), then starts
+//! the console script.
 //!
 //! Only the requested package may be an sdist: a dependency without a wheel
 //! is refused with its name.
@@ -253,10 +254,9 @@ fn layout(
     }
 
     let sdist_dir = work.join("sdist");
-    let wheels = work.join("wheels");
-    let tools = work.join("tools");
+    let buildenv = work.join("buildenv");
     let site = work.join("site");
-    for d in [&sdist_dir, &wheels, &tools, &site] {
+    for d in [&sdist_dir, &buildenv, &site] {
         std::fs::create_dir_all(d).map_err(|e| RunnerError::io("creating a folder", e))?;
     }
     std::fs::copy(sdist, sdist_dir.join(&fname))
@@ -271,28 +271,20 @@ fn layout(
         )
         .map_err(|e| no_nested_sdists(e, "dependencies"))?;
     }
+    // pip and the build requirements, unpacked here (wheels: nothing runs)
+    // and compiled with the rest of the tree, so the guest neither creates
+    // an isolated build environment nor compiles pip: under emulation each
+    // of those costs minutes.
     run_tool(
-        guest_wheels(&["download"])
-            .arg("--dest")
-            .arg(&wheels)
+        guest_wheels(&["install", "--no-compile"])
+            .arg("--target")
+            .arg(&buildenv)
+            .arg(GUEST_PIP)
             .args(&build),
-        "pip download of the build requirements (wheels only)",
+        "pip install of pip and the build requirements (wheels only)",
     )
     .map_err(|e| no_nested_sdists(e, "build requirements"))?;
-    run_tool(
-        guest_wheels(&["download", "--no-deps"])
-            .arg("--dest")
-            .arg(&tools)
-            .arg(GUEST_PIP),
-        "pip download of pip for the guest",
-    )?;
-    let pip_wheel = std::fs::read_dir(&tools)
-        .map_err(|e| RunnerError::io("listing tools", e))?
-        .filter_map(Result::ok)
-        .filter_map(|e| e.file_name().to_str().map(str::to_owned))
-        .find(|f| f.starts_with("pip-") && f.ends_with(".whl"))
-        .ok_or_else(|| RunnerError::Prepare("pip's wheel was not downloaded".into()))?;
-    let code = launcher(&meta.name, &meta.version, &fname, &pip_wheel, script);
+    let code = launcher(&meta.name, &meta.version, &fname, script);
     let mut p = Prepared::new(
         work.to_path_buf(),
         meta.name,
@@ -323,18 +315,18 @@ fn py(s: &str) -> String {
 /// The guest's launcher: build and install the sdist from local files into
 /// scratch, then run its console script. pip's output goes to stderr, never
 /// to the MCP channel.
-fn launcher(name: &str, version: &str, sdist: &str, pip: &str, script: Option<&str>) -> String {
+fn launcher(name: &str, version: &str, sdist: &str, script: Option<&str>) -> String {
     format!(
         r#"import glob, importlib, os, runpy, subprocess, sys, tempfile
 app = '{{app}}'
 name, version, script = {name}, {version}, {script}
 site = tempfile.mkdtemp(prefix='mcplint-build-')
 env = dict(os.environ)
-env.pop('PYTHONPATH', None)
+env['PYTHONPATH'] = app + '/buildenv'
 sys.stderr.write('mcplint-guest: building %s %s from its sdist, offline\n' % (name, version))
 sys.stderr.flush()
-r = subprocess.run([sys.executable, app + '/tools/' + {pip} + '/pip', 'install', '--no-index',
-    '--find-links', app + '/wheels', '--no-deps', '--no-compile', '--no-cache-dir',
+r = subprocess.run([sys.executable, '-m', 'pip', 'install', '--quiet', '--no-index',
+    '--no-build-isolation', '--no-deps', '--no-compile', '--no-cache-dir',
     '--disable-pip-version-check', '--no-input', '--target', site, app + '/sdist/' + {sdist}],
     stdin=subprocess.DEVNULL, stdout=2, env=env)
 if r.returncode:
@@ -376,7 +368,6 @@ sys.exit(f())
         name = py(name),
         version = py(version),
         script = script.map(py).unwrap_or_else(|| "None".into()),
-        pip = py(pip),
         sdist = py(sdist),
     )
 }
