@@ -21,7 +21,7 @@ use super::source::{Bundle, Runtime, Source};
 use super::RunnerError;
 use crate::manifest::json::{Document, Kind, NodeId};
 use crate::manifest::load::{load_file, LoadOptions};
-use crate::manifest::{EnvVar, InputKind, Launch, Loaded, Spanned, Transport};
+use crate::manifest::{EnvVar, InputKind, Launch, Loaded, Transport};
 
 /// Which entry of a launch-spec file to fetch.
 #[derive(Debug, Clone, Default)]
@@ -451,14 +451,12 @@ fn client_entry(
     };
     let args: Vec<String> = args
         .iter()
-        .zip(
-            shown
-                .iter()
-                .chain(std::iter::repeat(&Spanned::new(String::new(), None))),
-        )
         .enumerate()
-        .map(|(i, (a, s))| {
-            if s.value != a.value || a.value.contains("${") {
+        .map(|(i, a)| {
+            // The redactor keeps the arguments' order and number; a missing
+            // one counts as redacted.
+            let redacted = shown.get(i).is_none_or(|s| s.value != a.value);
+            if redacted || a.value.contains("${") {
                 o.placeholders.push(format!("args[{i}]"));
                 // Keep `--flag=` so the server still parses its flag.
                 match a.value.split_once('=') {
