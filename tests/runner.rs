@@ -573,6 +573,245 @@ fn plain_http_only_to_loopback() {
 }
 
 // ---------------------------------------------------------------------------
+// Launch specs as sources: a server.json, a client-config entry, an MCPB
+// bundle. The echo fixture reports its arguments and environment in its one
+// tool's description.
+
+/// What the echo fixture saw: its arguments and environment.
+fn echo_seen(r: &Run) -> Value {
+    serde_json::from_str(r.cap()["tools"][0]["description"].as_str().unwrap_or("{}"))
+        .expect("echo report")
+}
+
+/// The echo fixture as a `.mcpb` zip in `dir`.
+fn echo_mcpb(dir: &Path) -> PathBuf {
+    use std::io::Write;
+    let src = fixture("echo");
+    let out = dir.join("echo.mcpb");
+    let mut w = zip::ZipWriter::new(std::fs::File::create(&out).expect("create"));
+    let opts = zip::write::SimpleFileOptions::default();
+    for rel in ["manifest.json", "package.json", "server/echo.js"] {
+        w.start_file(rel, opts).expect("start");
+        w.write_all(&std::fs::read(src.join(rel)).expect("read"))
+            .expect("write");
+    }
+    w.finish().expect("finish");
+    out
+}
+
+fn assert_echo_bundle(r: &Run) {
+    assert_eq!(r.code(), 0, "{}", r.stderr());
+    let seen = echo_seen(r);
+    let argv: Vec<&str> = seen["argv"]
+        .as_array()
+        .expect("argv")
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert_eq!(argv, ["--root", "/tmp/data", "/a", "/b"], "{seen}");
+    // The sensitive user_config value is a placeholder, never its default.
+    assert_eq!(seen["env"]["ECHO_TOKEN"], "mcplint-placeholder-token");
+    assert_eq!(seen["env"]["ECHO_MODE"], "plain");
+    assert!(!r.cap().to_string().contains("bundle-secret-default"));
+    let spec = &r.cap()["capture"]["launch_spec"];
+    assert_eq!(spec["server"], "mcplint-echo-fixture", "{spec}");
+    assert!(spec["resolved"].as_str().unwrap_or("").starts_with("mcpb:"));
+    assert_eq!(
+        r.cap()["capture"]["env_keys_with_dummy_values"],
+        serde_json::json!(["ECHO_TOKEN"])
+    );
+}
+
+#[test]
+fn an_mcpb_bundle_folder_and_zip_run_their_mcp_config() {
+    let r = fetch(&["--no-sandbox", fixture("echo").to_str().expect("utf-8")]);
+    assert_echo_bundle(&r);
+    assert_eq!(r.cap()["capture"]["launch_spec"]["kind"], "mcpb");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mcpb = echo_mcpb(dir.path());
+    let r = fetch(&["--no-sandbox", mcpb.to_str().expect("utf-8")]);
+    assert_echo_bundle(&r);
+    assert_eq!(r.cap()["capture"]["launch_spec"]["kind"], "mcpb-bundle");
+    assert!(r.cap()["capture"]["integrity"]
+        .as_str()
+        .unwrap_or("")
+        .starts_with("sha256:"));
+}
+
+#[test]
+fn launch_specs_in_the_namespaces_sandbox() {
+    if !vm_tests_enabled() {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mcpb = echo_mcpb(dir.path());
+    let r = vm_fetch(&["--sandbox", "namespaces", mcpb.to_str().expect("utf-8")]);
+    assert_echo_bundle(&r);
+    assert_eq!(r.cap()["capture"]["sandbox"]["boundary"], "namespaces");
+    let cfg = echo_config(dir.path());
+    let r = vm_fetch(&[
+        "--sandbox",
+        "namespaces",
+        cfg.to_str().expect("utf-8"),
+        "--server",
+        "echo",
+    ]);
+    assert_eq!(r.code(), 0, "{}", r.stderr());
+    assert_eq!(echo_seen(&r)["argv"][1], "mcplint-placeholder-args2");
+    assert!(!r.cap().to_string().contains(CONFIG_SECRET));
+}
+
+const CONFIG_SECRET: &str = "ghp_realrealrealrealreal0123456789abcdef";
+
+/// A client config with the echo fixture started as `node SCRIPT` and a
+/// second, unpinned entry.
+fn echo_config(dir: &Path) -> PathBuf {
+    let script = fixture("echo").join("server/echo.js");
+    let cfg = dir.join("claude_desktop_config.json");
+    let text = serde_json::json!({"mcpServers": {
+        "echo": {"command": "node",
+                 "args": [script, "--api-key", CONFIG_SECRET, "--repo", "x/y"],
+                 "env": {"GITHUB_TOKEN": CONFIG_SECRET, "LOG_LEVEL": "debug"}},
+        "memory": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-memory"]},
+    }});
+    std::fs::write(&cfg, text.to_string()).expect("write config");
+    cfg
+}
+
+#[test]
+fn a_client_config_entry_never_passes_the_configs_secrets() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cfg = echo_config(dir.path());
+    let cfg_s = cfg.to_str().expect("utf-8");
+    let r = fetch(&["--no-sandbox", cfg_s, "--server", "echo"]);
+    assert_eq!(r.code(), 0, "{}", r.stderr());
+    let seen = echo_seen(&r);
+    assert_eq!(seen["argv"][0], "--api-key");
+    assert_eq!(seen["argv"][1], "mcplint-placeholder-args2");
+    assert_eq!(seen["argv"][3], "x/y");
+    assert_eq!(
+        seen["env"]["GITHUB_TOKEN"],
+        "mcplint-placeholder-GITHUB_TOKEN"
+    );
+    assert_eq!(seen["env"]["LOG_LEVEL"], "mcplint-placeholder-LOG_LEVEL");
+    // Nowhere in the capture, nor on screen.
+    assert!(!r.cap().to_string().contains(CONFIG_SECRET));
+    assert!(!r.stderr().contains(CONFIG_SECRET));
+    let spec = &r.cap()["capture"]["launch_spec"];
+    assert_eq!(spec["server"], "echo");
+    assert_eq!(spec["kind"], "mcp-servers");
+    assert!(
+        spec["resolved"]
+            .as_str()
+            .unwrap_or("")
+            .contains("(script server/echo.js)"),
+        "{spec}"
+    );
+    assert_eq!(r.cap()["capture"]["resolved_version"], "1.0.0");
+
+    // Several entries need --server; an unpinned one is refused.
+    let r = fetch(&["--no-sandbox", cfg_s]);
+    assert_eq!(r.code(), 2);
+    assert!(r.stderr().contains("--server NAME"), "{}", r.stderr());
+    let r = fetch(&["--no-sandbox", cfg_s, "--server", "memory"]);
+    assert_eq!(r.code(), 2);
+    assert!(
+        r.stderr().contains("an exact version is needed"),
+        "{}",
+        r.stderr()
+    );
+    assert!(r.capture.is_none());
+}
+
+#[test]
+fn server_json_sources_are_resolved_or_refused_with_a_reason() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let sj = dir.path().join("server.json");
+    std::fs::write(
+        &sj,
+        r#"{"name":"io.github.x/w","description":"d","version":"1.0.0",
+            "packages":[{"registryType":"oci","identifier":"ghcr.io/x/w","version":"1.0.0","transport":{"type":"stdio"}},
+                        {"registryType":"npm","identifier":"w-mcp","version":"^1.0.0","transport":{"type":"stdio"}},
+                        {"registryType":"pypi","identifier":"w-mcp","version":"1.0.0","transport":{"type":"stdio"}}]}"#,
+    )
+    .expect("write");
+    let sj_s = sj.to_str().expect("utf-8");
+    for (extra, why) in [
+        (&[][..], "pick one with --package N"),
+        (&["--package", "0"][..], "`oci` package"),
+        (&["--package", "1"][..], "an exact version is needed"),
+        (&["--package", "9"][..], "no package 9"),
+        (&["--server", "nope"][..], "no entry named"),
+    ] {
+        let mut args = vec!["--no-sandbox", sj_s];
+        args.extend_from_slice(extra);
+        let r = fetch(&args);
+        assert_eq!(r.code(), 2, "{extra:?}");
+        assert!(r.stderr().contains(why), "{extra:?}: {}", r.stderr());
+    }
+    // --server/--package only go with a launch-spec file.
+    let r = fetch(&["--no-sandbox", "npm:x@1.0.0", "--package", "0"]);
+    assert_eq!(r.code(), 2);
+    assert!(r.stderr().contains("launch-spec file"), "{}", r.stderr());
+}
+
+// ---------------------------------------------------------------------------
+// --build-in-guest: a Python sdist is built inside the sandbox, never here.
+
+/// The sdist fixture as `NAME-VER.tar.gz` in `dir` (packed with tar; nothing
+/// of it runs on this host).
+fn fixture_sdist(dir: &Path) -> PathBuf {
+    let name = "mcplint-sdist-fixture-1.0.0";
+    let out = dir.join(format!("{name}.tar.gz"));
+    let st = Command::new("tar")
+        .arg("-czf")
+        .arg(&out)
+        .arg("-C")
+        .arg(fixture("sdist"))
+        .arg(name)
+        .status()
+        .expect("run tar");
+    assert!(st.success());
+    out
+}
+
+#[test]
+fn an_sdist_is_refused_without_build_in_guest() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let src = format!("file:{}", fixture_sdist(dir.path()).display());
+    let r = fetch(&["--sandbox", "namespaces", &src]);
+    assert_eq!(r.code(), 2);
+    assert!(r.stderr().contains("--build-in-guest"), "{}", r.stderr());
+    assert!(r.capture.is_none());
+    let r = fetch(&["--no-sandbox", "--build-in-guest", &src]);
+    assert_eq!(r.code(), 2);
+    assert!(r.stderr().contains("there is none"), "{}", r.stderr());
+}
+
+#[test]
+fn build_in_guest_builds_an_sdist_inside_the_sandbox() {
+    if !vm_tests_enabled() {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let src = format!("file:{}", fixture_sdist(dir.path()).display());
+    let r = vm_fetch(&["--sandbox", "namespaces", "--build-in-guest", &src]);
+    assert_eq!(r.code(), 0, "{}", r.stderr());
+    let built: Value =
+        serde_json::from_str(r.cap()["tools"][0]["description"].as_str().unwrap_or("{}"))
+            .expect("fixture report");
+    // The fixture's build step records where it ran: inside the sandbox.
+    assert_eq!(built["built_by"], "sandbox", "{built}");
+    let c = &r.cap()["capture"];
+    assert_eq!(c["resolved_version"], "1.0.0");
+    assert!(c["integrity"].as_str().unwrap_or("").starts_with("sha256:"));
+    assert!(
+        c["notes"].to_string().contains("built inside the sandbox"),
+        "{c}"
+    );
+}
+
+// ---------------------------------------------------------------------------
 // In the microVM. These need the guest image (`mcplint runner setup`, which
 // scripts/test.sh runs). Without it they fail, unless MCPLINT_SKIP_VM_TESTS=1
 // says to skip them (for machines that cannot build it); CI builds it.
@@ -867,7 +1106,15 @@ fn microvm_hostile_battery_and_real_servers() {
     );
     assert!(r.secs < 40.0, "took {:.1} s", r.secs);
 
-    // 6. Real servers from the shared benign captures: same fingerprints.
+    // 6. An MCPB bundle: unpacked on the host, its mcp_config run in the guest.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mcpb = echo_mcpb(dir.path());
+    let r = vm_fetch(&[mcpb.to_str().expect("utf-8"), "--timeout", "120"]);
+    assert_echo_bundle(&r);
+    assert_eq!(r.cap()["capture"]["sandbox"]["boundary"], "microvm");
+    eprintln!("mcpb bundle: {:.1} s", r.secs);
+
+    // 7. Real servers from the shared benign captures: same fingerprints.
     let benign = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/datasets/benign");
     let real: [(&str, &str, &[&str]); 2] = [
         ("npm:@eslint/mcp@0.3.13", "eslint__mcp@0.3.13.json", &[]),

@@ -10,6 +10,7 @@ use std::path::Path;
 use crate::config::{ServerConfig, Source};
 use crate::manifest::load::{load_file, LoadError, LoadOptions};
 use crate::manifest::{Completeness, Loaded, Server};
+use crate::runner;
 
 /// A server's current manifest.
 #[derive(Debug, Clone)]
@@ -20,7 +21,7 @@ pub struct Current {
     pub index: usize,
     /// The package artifact's integrity hash, when the source gives one.
     pub integrity: Option<String>,
-    /// The package a launch-spec source resolved to (`npm:ID@VERSION`).
+    /// What a launch-spec source resolved to (`npm:ID@VERSION`, ...).
     pub package: Option<String>,
 }
 
@@ -34,10 +35,8 @@ impl Current {
 /// Why the current manifest could not be had.
 #[derive(Debug, thiserror::Error, miette::Diagnostic)]
 pub enum SourceError {
-    /// The source is a package, a URL or a launch spec: the runner must boot it.
-    #[error(
-        "{server}: `{source_text}` is a launch spec (server.json or client config): fetching from one is not built yet"
-    )]
+    /// The source is a launch spec the runner cannot start.
+    #[error("{server}: `{source_text}` is a launch spec the runner cannot start: {why}")]
     #[diagnostic(
         code(mcplint::needs_runner),
         help("use the package itself as the source (npm:PKG@VERSION, pypi:PKG==VERSION), or a manifest captured with `mcplint fetch` as file:PATH")
@@ -47,6 +46,8 @@ pub enum SourceError {
         server: String,
         /// The source as written.
         source_text: String,
+        /// Why not.
+        why: String,
     },
     /// The runner could not fetch the server.
     #[error("{server}: fetching `{source_text}` failed: {message}")]
@@ -82,14 +83,24 @@ pub enum SourceError {
 /// The current manifest of `cfg`: read for local manifests, an error naming
 /// the runner for everything that must be fetched.
 pub fn current_manifest(cfg: &ServerConfig, opts: &LoadOptions) -> Result<Current, SourceError> {
-    let needs_runner = || SourceError::NeedsRunner {
-        server: cfg.name.clone(),
-        source_text: cfg.source_text.clone(),
-    };
     let path: &Path = match &cfg.source {
         Source::File(p) | Source::Path(p) => p,
         Source::Npm { .. } | Source::Pypi { .. } | Source::Url(_) => {
-            return fetch_live(cfg, &cfg.source_text, Vec::new(), Vec::new(), opts)
+            let source = runner::source::Source::parse(&cfg.source_text, false).map_err(|e| {
+                SourceError::Fetch {
+                    server: cfg.name.clone(),
+                    source_text: cfg.source_text.clone(),
+                    message: e.to_string(),
+                }
+            })?;
+            return fetch_live(
+                cfg,
+                &cfg.source_text,
+                source,
+                Default::default(),
+                None,
+                opts,
+            );
         }
     };
     let loaded = load_file(path, opts)?;
@@ -101,16 +112,38 @@ pub fn current_manifest(cfg: &ServerConfig, opts: &LoadOptions) -> Result<Curren
         .map(|(i, _)| i)
         .collect();
     if usable.is_empty() {
-        // A server.json or client config says how to launch, not what tools:
-        // fetch the pinned package it names with the runner.
-        return match package_source(&loaded, &cfg.name) {
-            Some(p) => {
-                let mut current = fetch_live(cfg, &p.source, p.env, p.secrets, opts)?;
-                current.package = Some(p.source);
-                Ok(current)
-            }
-            None => Err(needs_runner()),
+        // A server.json, client config or bundle manifest says how to launch,
+        // not what tools: the runner resolves it (one implementation, shared
+        // with `mcplint fetch`) and fetches the pinned package it names.
+        let pick = runner::spec::Pick {
+            server: loaded
+                .servers
+                .iter()
+                .any(|s| s.name == cfg.name)
+                .then(|| cfg.name.clone()),
+            package: None,
         };
+        let r =
+            runner::spec::resolve(&loaded, &pick, false).map_err(|e| SourceError::NeedsRunner {
+                server: cfg.name.clone(),
+                source_text: cfg.source_text.clone(),
+                why: crate::display::visible_with(&e.to_string(), true),
+            })?;
+        let resolved = r.origin.resolved.clone();
+        let mut current = fetch_live(
+            cfg,
+            &cfg.source_text,
+            r.source,
+            Launched {
+                env: r.env,
+                args: r.args,
+                headers: r.headers,
+            },
+            Some(r.origin),
+            opts,
+        )?;
+        current.package = Some(resolved);
+        return Ok(current);
     }
     let index = if usable.len() == 1 {
         usable[0]
@@ -139,91 +172,35 @@ pub fn current_manifest(cfg: &ServerConfig, opts: &LoadOptions) -> Result<Curren
     })
 }
 
-/// The runner source (`npm:ID@VERSION`, `pypi:ID==VERSION`) of the npm or PyPI
-/// package a launch spec names (the server called `name` when there are
-/// several), with a placeholder for each environment variable it declares
-/// (a server is never given a real credential), and the names of those it
-/// marks secret (`isSecret`).
-fn package_source(loaded: &Loaded, name: &str) -> Option<PackageSource> {
-    let launches: Vec<&crate::manifest::Launch> = loaded
-        .servers
-        .iter()
-        .filter_map(|s| s.launch.as_ref())
-        .collect();
-    let pick = loaded
-        .servers
-        .iter()
-        .find(|s| s.name == name)
-        .and_then(|s| s.launch.as_ref())
-        .or_else(|| launches.iter().copied().find(|l| l.package.is_some()))?;
-    let pkg = pick.package.as_ref()?;
-    let version = &pkg.version.as_ref()?.value;
-    let source = match pkg.registry.as_str() {
-        "npm" => format!("npm:{}@{version}", pkg.identifier.value),
-        "pypi" => format!("pypi:{}=={version}", pkg.identifier.value),
-        _ => return None,
-    };
-    let env = pick
-        .env
-        .iter()
-        .map(|e| {
-            (
-                e.name.value.clone(),
-                format!("mcplint-placeholder-{}", e.name.value),
-            )
-        })
-        .collect();
-    let secrets = pick
-        .env
-        .iter()
-        .filter(|e| e.secret)
-        .map(|e| e.name.value.clone())
-        .collect();
-    Some(PackageSource {
-        source,
-        env,
-        secrets,
-    })
-}
-
-/// What [`package_source`] found.
-struct PackageSource {
-    /// `npm:ID@VERSION` or `pypi:ID==VERSION`.
-    source: String,
-    /// Each declared variable with its placeholder.
+/// What a launch spec gives the server besides its package.
+#[derive(Default)]
+struct Launched {
     env: Vec<(String, String)>,
-    /// The names of those marked secret.
-    secrets: Vec<String>,
+    args: Vec<String>,
+    headers: Vec<(String, String)>,
 }
 
 /// Fetches a package or remote source with the runner (a throwaway microVM for
 /// packages, plain HTTPS for remote servers) and loads the capture it returns.
 /// `env` comes first; the server's own `env` from mcplint.toml overrides it.
-/// Secrets (`secrets` from the launch spec and from mcplint.toml) are given
-/// placeholders by the runner, never their values, and recorded as such;
 /// `allow_hosts` opens the runner's egress proxy to those hosts.
 fn fetch_live(
     cfg: &ServerConfig,
     source_text: &str,
-    mut env: Vec<(String, String)>,
-    mut secrets: Vec<String>,
+    source: runner::source::Source,
+    launched: Launched,
+    origin: Option<runner::spec::Origin>,
     opts: &LoadOptions,
 ) -> Result<Current, SourceError> {
-    use crate::runner::{self, FetchOptions, Sandbox, Target};
+    use crate::runner::{FetchOptions, Sandbox, Target};
     let fail = |message: String| SourceError::Fetch {
         server: cfg.name.clone(),
         source_text: cfg.source_text.clone(),
         message: crate::display::visible_with(&message, true),
     };
-    let source =
-        runner::source::Source::parse(source_text, false).map_err(|e| fail(e.to_string()))?;
+    let mut env = launched.env;
     env.retain(|(k, _)| !cfg.env.contains_key(k));
     env.extend(cfg.env.iter().map(|(k, v)| (k.clone(), v.clone())));
-    for s in &cfg.secrets {
-        if !secrets.contains(s) {
-            secrets.push(s.clone());
-        }
-    }
     let fetch_opts = FetchOptions {
         sandbox: Sandbox::Microvm,
         client: runner::client::ClientOptions::default(),
@@ -235,15 +212,20 @@ fn fetch_live(
         accel: runner::vm::AccelChoice::Auto,
         backend: runner::firecracker::BackendChoice::Auto,
         env,
-        server_args: cfg.args.clone(),
-        headers: Vec::new(),
+        server_args: launched.args.into_iter().chain(cfg.args.clone()).collect(),
+        headers: launched.headers,
         source_text: source_text.to_string(),
         notes: vec![format!(
             "fetched for mcplint.toml server `{}` ({})",
             cfg.name, cfg.source_text
         )],
+        origin,
+        build_in_guest: false,
         allow_hosts: cfg.allow_hosts.clone(),
-        secrets,
+        // The runner gives each a placeholder (whatever value came with it)
+        // and records it as such; the launch spec's own secrets already are
+        // placeholders in `env`.
+        secrets: cfg.secrets.clone(),
     };
     let capture =
         runner::fetch(&Target::Source(source), &fetch_opts).map_err(|e| fail(e.to_string()))?;
@@ -264,54 +246,4 @@ fn fetch_live(
         integrity,
         package: None,
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_server_json_names_its_pinned_package_with_placeholders() {
-        let text = br#"{"name":"io.github.x/weather","description":"d","version":"1.4.2",
-          "packages":[{"registryType":"npm","identifier":"@acme/weather-mcp","version":"1.4.2",
-            "transport":{"type":"stdio"},
-            "environmentVariables":[{"name":"WEATHER_KEY","isSecret":true},{"name":"REGION"}]}]}"#;
-        let loaded = crate::manifest::load::load_bytes(
-            Path::new("server.json"),
-            text.to_vec(),
-            &LoadOptions::default(),
-        )
-        .expect("loads");
-        let PackageSource {
-            source,
-            env,
-            secrets,
-        } = package_source(&loaded, "weather").expect("a package");
-        assert_eq!(source, "npm:@acme/weather-mcp@1.4.2");
-        assert_eq!(
-            env,
-            vec![
-                (
-                    "WEATHER_KEY".to_string(),
-                    "mcplint-placeholder-WEATHER_KEY".to_string()
-                ),
-                (
-                    "REGION".to_string(),
-                    "mcplint-placeholder-REGION".to_string()
-                )
-            ]
-        );
-        // Only the variable marked isSecret is recorded as a secret.
-        assert_eq!(secrets, ["WEATHER_KEY"]);
-        // An OCI image is not something the runner can boot.
-        let oci = br#"{"name":"io.github.x/w","description":"d","version":"1",
-          "packages":[{"registryType":"oci","identifier":"ghcr.io/x/w","version":"1","transport":{"type":"stdio"}}]}"#;
-        let loaded = crate::manifest::load::load_bytes(
-            Path::new("server.json"),
-            oci.to_vec(),
-            &LoadOptions::default(),
-        )
-        .expect("loads");
-        assert!(package_source(&loaded, "w").is_none());
-    }
 }

@@ -9,6 +9,7 @@ use crate::runner::client::{ClientOptions, EraChoice};
 use crate::runner::firecracker::BackendChoice;
 use crate::runner::http::HttpChoice;
 use crate::runner::source::Source;
+use crate::runner::spec;
 use crate::runner::vm::{AccelChoice, VmConfig};
 use crate::runner::{FetchOptions, RunnerError, Sandbox, Target};
 
@@ -17,12 +18,30 @@ use crate::runner::{FetchOptions, RunnerError, Sandbox, Target};
 #[command(after_help = "\
 Sources:
   npm:PKG@VERSION        an exact npm version (installed with scripts off)
-  pypi:PKG==VERSION      an exact PyPI version (wheels only; sdists are refused)
+  pypi:PKG==VERSION      an exact PyPI version (wheels only; an sdist is refused
+                         unless --build-in-guest builds it inside the sandbox)
   file:PATH              a local npm tarball or package folder, or a wheel
+                         (or a Python sdist .tar.gz with --build-in-guest)
   https://HOST/PATH      a remote server (no VM: nothing runs here): Streamable
                          HTTP, or the legacy HTTP+SSE transport (2024-11-05)
                          when the initialize POST gets a 4xx (--transport)
   --command -- CMD ARGS  a local stdio server, only with --no-sandbox
+  PATH                   a launch spec, recognised by its content:
+    server.json          a registry server.json: its npm/PyPI package (pick one
+                         of several with --package N, N = index in `packages`),
+                         with its package arguments and environment variables
+                         (secrets and user-supplied values get placeholders)
+    a client config      one entry (--server NAME when it lists several) of
+                         Claude Desktop, Cursor, VS Code, Codex ... configs:
+                         `npx -y PKG@VER`, `uvx PKG==VER`, `uv tool run`, or
+                         `node SCRIPT` (its npm package folder) with its args;
+                         EVERY env value and secret-looking argument becomes a
+                         placeholder (the config's real values are never used)
+    BUNDLE.mcpb | DIR    an MCPB bundle (zip, or a folder with manifest.json):
+                         its mcp_config is run in the guest from the bundle's
+                         files, ${user_config.*} defaults used unless sensitive
+  Unpinned packages in a launch spec are refused like elsewhere. The capture's
+  `launch_spec` block records the file, the entry and what it resolved to.
 
 The package is downloaded and unpacked on this host without running any of it,
 then started in a microVM (QEMU microvm, KVM when it really works, else TCG;
@@ -50,6 +69,9 @@ Examples:
   mcplint fetch https://mcp.example.com/mcp --header 'Authorization: Bearer x'
   mcplint fetch https://old.example.com/sse --transport sse
   mcplint fetch npm:@acme/weather-mcp@1.4.2 --secret WEATHER_KEY --allow-host api.weather.example
+  mcplint fetch server.json --package 1 -o weather.json
+  mcplint fetch ~/.cursor/mcp.json --server github
+  mcplint fetch ./my-bundle.mcpb
   mcplint fetch --no-sandbox --command -- python3 my_server.py")]
 pub struct Args {
     /// What to fetch (see below).
@@ -139,6 +161,20 @@ pub struct Args {
     /// (auto), or one of them only.
     #[arg(long, value_enum, default_value_t = HttpChoice::Auto)]
     pub transport: HttpChoice,
+    /// Build a PyPI package that has no wheel from its sdist inside the
+    /// sandbox (never on this host): the host downloads the sdist (checked
+    /// against PyPI's sha256), its dependencies and build requirements as
+    /// wheels; the guest, offline, builds it with pip into its scratch /tmp
+    /// and starts it. Adds 600 s to --handshake-timeout and --timeout.
+    #[arg(long)]
+    pub build_in_guest: bool,
+    /// With a client config as SOURCE: the entry to fetch (its key).
+    #[arg(long, value_name = "NAME")]
+    pub server: Option<String>,
+    /// With a server.json as SOURCE: the package to fetch, by its index in
+    /// `packages` (from 0).
+    #[arg(long, value_name = "N")]
+    pub package: Option<usize>,
 }
 
 fn usage(msg: impl Into<String>) -> RunnerError {
@@ -156,6 +192,7 @@ pub fn run(args: &Args) -> Result<i32, RunnerError> {
         return Err(usage("--sandbox none is spelled --no-sandbox"));
     }
     let mut notes = Vec::new();
+    let mut resolved: Option<spec::Resolved> = None;
     let (target, source_text) = if args.command {
         if args.source.is_some() {
             return Err(usage("give either SOURCE or --command -- CMD, not both"));
@@ -169,7 +206,36 @@ pub fn run(args: &Args) -> Result<i32, RunnerError> {
         (Target::Command(args.rest.clone()), text)
     } else {
         let s = args.source.clone().unwrap_or_default();
-        let src = Source::parse(&s, args.allow_unpinned)?;
+        let known_prefix = ["npm:", "pypi:", "file:", "https://", "http://"]
+            .iter()
+            .any(|p| s.starts_with(p));
+        let src = if !known_prefix && spec::is_spec_path(&s) {
+            let pick = spec::Pick {
+                server: args.server.clone(),
+                package: args.package,
+            };
+            let r = spec::load(std::path::Path::new(&s), &pick, args.allow_unpinned)?;
+            eprintln!(
+                "mcplint: {} -> {}{}",
+                visible(&s),
+                visible(&r.origin.resolved),
+                if r.origin.placeholders.is_empty() {
+                    String::new()
+                } else {
+                    format!(" (placeholders: {})", r.origin.placeholders.join(", "))
+                }
+            );
+            let src = r.source.clone();
+            resolved = Some(r);
+            src
+        } else {
+            if args.server.is_some() || args.package.is_some() {
+                return Err(usage(
+                    "--server and --package pick an entry of a launch-spec file (server.json, client config)",
+                ));
+            }
+            Source::parse(&s, args.allow_unpinned)?
+        };
         if args.allow_unpinned {
             notes.push(
                 "fetched with --allow-unpinned: the version is whatever resolved at capture time"
@@ -222,8 +288,10 @@ pub fn run(args: &Args) -> Result<i32, RunnerError> {
         };
         headers.push((k.trim().to_owned(), v.trim().to_owned()));
     }
+    // The build runs before the server can answer.
+    let build_secs = if args.build_in_guest { 600 } else { 0 };
     let mut client = ClientOptions {
-        handshake_timeout: Duration::from_secs(args.handshake_timeout),
+        handshake_timeout: Duration::from_secs(args.handshake_timeout + build_secs),
         request_timeout: Duration::from_secs(args.request_timeout),
         max_bytes: args.max_bytes,
         era: args.era,
@@ -234,10 +302,42 @@ pub fn run(args: &Args) -> Result<i32, RunnerError> {
     if let Some(ci) = &args.client_info {
         (client.client_name, client.client_version) = split_identity(ci);
     }
+    let mut server_args = if args.command {
+        Vec::new()
+    } else {
+        args.rest.clone()
+    };
+    let mut origin = None;
+    if let Some(r) = resolved {
+        // The spec's values come first; what the user gives overrides them.
+        let given: Vec<String> = env.iter().map(|(k, _)| k.clone()).collect();
+        let mut merged: Vec<(String, String)> = r
+            .env
+            .into_iter()
+            .filter(|(k, _)| !given.contains(k))
+            .collect();
+        merged.append(&mut env);
+        env = merged;
+        let hgiven: Vec<String> = headers
+            .iter()
+            .map(|(k, _)| k.to_ascii_lowercase())
+            .collect();
+        let mut hmerged: Vec<(String, String)> = r
+            .headers
+            .into_iter()
+            .filter(|(k, _)| !hgiven.contains(&k.to_ascii_lowercase()))
+            .collect();
+        hmerged.append(&mut headers);
+        headers = hmerged;
+        let mut a = r.args;
+        a.append(&mut server_args);
+        server_args = a;
+        origin = Some(r.origin);
+    }
     let opts = FetchOptions {
         sandbox,
         client,
-        timeout: Duration::from_secs(args.timeout),
+        timeout: Duration::from_secs(args.timeout + build_secs),
         vm: VmConfig {
             memory_mib: args.memory,
             cpus: args.cpus,
@@ -245,16 +345,14 @@ pub fn run(args: &Args) -> Result<i32, RunnerError> {
         accel: args.accel,
         backend: args.backend,
         env,
-        server_args: if args.command {
-            Vec::new()
-        } else {
-            args.rest.clone()
-        },
+        server_args,
         headers,
         source_text,
         notes,
         allow_hosts: args.allow_hosts.clone(),
         secrets: args.secrets.clone(),
+        origin,
+        build_in_guest: args.build_in_guest,
     };
     let (capture, code) = if args.identities.is_empty() {
         (crate::runner::fetch(&target, &opts)?, super::EXIT_OK)

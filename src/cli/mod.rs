@@ -110,7 +110,7 @@ pub enum Command {
     /// Print a rule's documentation.
     Explain(rules::ExplainArgs),
     /// Start a server in a throwaway microVM and capture what it offers.
-    Fetch(fetch::Args),
+    Fetch(Box<fetch::Args>),
     /// Build or inspect the microVM guest image.
     Runner(runner::Args),
     /// Print a shell completion script.

@@ -50,6 +50,8 @@ pub struct Provenance {
     pub stderr_tail: String,
     /// Notes: anything a reader should know (e.g. unpinned source).
     pub notes: Vec<String>,
+    /// The launch spec the source was resolved from, if any.
+    pub origin: Option<super::spec::Origin>,
 }
 
 /// Builds the capture document.
@@ -148,6 +150,13 @@ pub fn build(m: &Manifest, p: &Provenance) -> Value {
         "stderr_tail": p.stderr_tail,
         "notes": p.notes,
     });
+    let mut capture = capture;
+    if let (Some(o), Some(c)) = (&p.origin, capture.as_object_mut()) {
+        c.insert(
+            "launch_spec".into(),
+            serde_json::to_value(o).unwrap_or(Value::Null),
+        );
+    }
     root.insert("capture".into(), capture);
     Value::Object(root)
 }

@@ -1,7 +1,9 @@
 //! The companion runner: fetch a live manifest from a server started in a
 //! throwaway microVM (or, when a person asks for it, a weaker boundary).
 //!
-//! Pieces: [`source`] gets a package onto the host without running any of it;
+//! Pieces: [`source`] gets a package onto the host without running any of it
+//! ([`bundle`] does it for MCPB bundles); [`spec`] turns a `server.json`,
+//! client-config entry or bundle manifest into such a source;
 //! [`image`] builds the cached guest image; [`vm`] boots QEMU's microvm inside
 //! bubblewrap, or [`firecracker`] boots the same image under Firecracker
 //! (configured over [`firecracker_api`]); [`process`] owns child processes
@@ -9,6 +11,7 @@
 //! [`http`] speaks it to remote servers; [`capture`] writes the result with
 //! its provenance.
 
+pub mod bundle;
 pub mod capture;
 pub mod client;
 pub mod egress;
@@ -17,7 +20,9 @@ pub mod firecracker_api;
 pub mod http;
 pub mod image;
 pub mod process;
+pub mod sdist;
 pub mod source;
+pub mod spec;
 pub mod sse;
 pub mod vm;
 
@@ -164,11 +169,12 @@ pub struct FetchOptions {
     /// Names of declared secrets: each is given a placeholder value
     /// (whatever `env` says), recorded as such in the capture.
     pub secrets: Vec<String>,
-}
-
-/// The value a declared secret is given: never a real credential.
-pub fn secret_placeholder(name: &str) -> String {
-    format!("mcplint-placeholder-{name}")
+    /// Build a PyPI package that has no wheel from its sdist inside the
+    /// sandbox instead of refusing it.
+    pub build_in_guest: bool,
+    /// The launch spec (server.json, client-config entry, MCPB bundle) the
+    /// source was resolved from, recorded in the capture.
+    pub origin: Option<spec::Origin>,
 }
 
 /// Fetches a manifest and returns the capture document.
@@ -183,7 +189,7 @@ pub fn fetch(target: &Target, opts: &FetchOptions) -> Result<Value, RunnerError>
         .cloned()
         .collect();
     for name in &opts.secrets {
-        env.push((name.clone(), secret_placeholder(name)));
+        env.push((name.clone(), spec::placeholder(name)));
     }
     let opts = &FetchOptions {
         env,
@@ -196,6 +202,7 @@ pub fn fetch(target: &Target, opts: &FetchOptions) -> Result<Value, RunnerError>
         notes: opts.notes.clone(),
         env_placeholders: opts.env.iter().map(|(k, _)| k.clone()).collect(),
         secret_placeholders: opts.secrets.clone(),
+        origin: opts.origin.clone(),
         ..Default::default()
     };
     let manifest = match target {
@@ -223,7 +230,14 @@ pub fn fetch(target: &Target, opts: &FetchOptions) -> Result<Value, RunnerError>
         }
         Target::Source(src) => {
             let work = WorkDir::new()?;
-            let prepared = source::prepare(src, &work.path.join("pkg"))?;
+            if opts.build_in_guest && opts.sandbox == Sandbox::None {
+                return Err(RunnerError::Usage(
+                    "--build-in-guest builds inside the sandbox; with --no-sandbox there is none"
+                        .into(),
+                ));
+            }
+            let prepared = source::prepare(src, &work.path.join("pkg"), opts.build_in_guest)?;
+            prov.notes.extend(prepared.notes.iter().cloned());
             prov.package = Some(prepared.name.clone());
             prov.resolved_version = Some(prepared.version.clone());
             prov.integrity = prepared.integrity.clone();
@@ -446,10 +460,26 @@ fn write_guest_launcher(
         s.push_str(&sh_quote(a));
     }
     s.push('\n');
-    std::fs::write(p.dir.join(".mcplint-run.sh"), s)
+    write_fresh(&p.dir.join(".mcplint-run.sh"), s.as_bytes())
         .map_err(|e| RunnerError::io("writing the launcher", e))?;
-    std::fs::write(p.dir.join(".mcplint-app"), "")
+    write_fresh(&p.dir.join(".mcplint-app"), b"")
         .map_err(|e| RunnerError::io("writing the marker", e))
+}
+
+/// Writes a new file where the package tree may already hold one of that
+/// name: removed first (a link is removed, never followed, so a bundle's
+/// `.mcplint-run.sh -> ~/.bashrc` cannot redirect the write to the host).
+fn write_fresh(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    match std::fs::remove_file(path) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
+        _ => {}
+    }
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(path)?
+        .write_all(bytes)
 }
 
 /// bubblewrap around the server itself: no network, read-only runtime and
@@ -697,5 +727,21 @@ mod tests {
         // Without a log, the error is unchanged.
         let e = RunnerError::Usage("x".into());
         assert_eq!(with_egress_log(e, None).to_string(), "x");
+    }
+
+    #[test]
+    fn the_launcher_is_never_written_through_a_link() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let victim = dir.path().join("victim");
+        std::fs::write(&victim, "keep").expect("write");
+        let link = dir.path().join(".mcplint-run.sh");
+        std::os::unix::fs::symlink(&victim, &link).expect("link");
+        super::write_fresh(&link, b"launcher").expect("writes");
+        assert_eq!(std::fs::read_to_string(&victim).expect("read"), "keep");
+        assert_eq!(std::fs::read_to_string(&link).expect("read"), "launcher");
+        assert!(!std::fs::symlink_metadata(&link)
+            .expect("meta")
+            .file_type()
+            .is_symlink());
     }
 }

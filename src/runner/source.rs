@@ -33,11 +33,44 @@ pub enum Source {
         name: String,
         /// Version as given.
         version: Option<String>,
+        /// The console script to start, when not the one named like the
+        /// package (`uvx --from PKG==1.0 SCRIPT` in a client config).
+        script: Option<String>,
     },
     /// `file:PATH`: an npm tarball or package folder, or a wheel.
     File(PathBuf),
     /// `https://…` (or `http://` to loopback): a remote server.
     Remote(String),
+    /// `node SCRIPT` from a client config: the npm package folder holding
+    /// the script, packed and installed like `file:`, started at that script.
+    NodeScript {
+        /// The package folder (with `package.json`).
+        package: PathBuf,
+        /// The script, relative to the package folder.
+        script: String,
+    },
+    /// An MCPB bundle (`.mcpb` file or unpacked folder), started as its
+    /// manifest's `mcp_config` says.
+    Bundle(Bundle),
+}
+
+/// An MCPB bundle resolved to what to start (see [`super::spec`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Bundle {
+    /// The `.mcpb` file or the bundle folder.
+    pub path: PathBuf,
+    /// The manifest's `name`.
+    pub name: String,
+    /// The manifest's `version`.
+    pub version: String,
+    /// Node, Python, or a binary shipped in the bundle.
+    pub runtime: Runtime,
+    /// The arguments after the interpreter (for a binary: the binary first);
+    /// `{app}` stands for the bundle's root.
+    pub entry: Vec<String>,
+    /// Environment values from the manifest that are not placeholders
+    /// (`{app}` stands for the bundle's root).
+    pub env: Vec<(String, String)>,
 }
 
 impl Source {
@@ -97,6 +130,7 @@ impl Source {
             return Ok(Source::Pypi {
                 name: name.to_owned(),
                 version: version.map(str::to_owned),
+                script: None,
             });
         }
         if let Some(rest) = s.strip_prefix("file:") {
@@ -112,7 +146,7 @@ impl Source {
             return Ok(Source::Remote(s.to_owned()));
         }
         bad(format!(
-            "{s:?}: unknown source; use npm:PKG@VERSION, pypi:PKG==VERSION, file:PATH, https://URL, or --command with --no-sandbox"
+            "{s:?}: unknown source; use npm:PKG@VERSION, pypi:PKG==VERSION, file:PATH, https://URL, the path of a server.json, client config or MCPB bundle, or --command with --no-sandbox"
         ))
     }
 }
@@ -155,12 +189,14 @@ pub fn is_exact_pep440(v: &str) -> bool {
 }
 
 /// How the server starts, once its package is in place.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Runtime {
     /// `node FILE` (FILE relative to the package folder).
     Node,
     /// `python3 -c 'from MODULE import OBJ; …'` with the folder's `site` on the path.
     Python,
+    /// A program shipped in the package itself (an MCPB `binary` server).
+    Binary,
 }
 
 /// A package unpacked on the host, ready to be mounted at `/app`.
@@ -178,9 +214,35 @@ pub struct Prepared {
     pub runtime: Runtime,
     /// The command line, relative to `app` (see [`Prepared::argv`]).
     entry: Vec<String>,
+    /// Environment the server needs to find its code, `{app}` for the folder.
+    env: Vec<(String, String)>,
+    /// What a reader of the capture should know about how it was prepared.
+    pub notes: Vec<String>,
 }
 
 impl Prepared {
+    /// A prepared package (`entry` and `env` use `{app}` for the folder).
+    pub(crate) fn new(
+        dir: PathBuf,
+        name: String,
+        version: String,
+        integrity: Option<String>,
+        runtime: Runtime,
+        entry: Vec<String>,
+        env: Vec<(String, String)>,
+    ) -> Self {
+        Prepared {
+            dir,
+            name,
+            version,
+            integrity,
+            runtime,
+            entry,
+            env,
+            notes: Vec::new(),
+        }
+    }
+
     /// The command line with the package folder at `app` and the
     /// interpreters at `node` / `python`.
     pub fn argv(&self, app: &str, node: &str, python: &str) -> Vec<String> {
@@ -188,6 +250,7 @@ impl Prepared {
         match self.runtime {
             Runtime::Node => v.push(node.to_owned()),
             Runtime::Python => v.push(python.to_owned()),
+            Runtime::Binary => {}
         }
         v.extend(self.entry.iter().map(|a| a.replace("{app}", app)));
         v
@@ -195,17 +258,14 @@ impl Prepared {
 
     /// Environment the server needs to find its code.
     pub fn env(&self, app: &str) -> Vec<(String, String)> {
-        match self.runtime {
-            Runtime::Node => vec![],
-            Runtime::Python => vec![
-                ("PYTHONPATH".into(), format!("{app}/site")),
-                ("PYTHONDONTWRITEBYTECODE".into(), "1".into()),
-            ],
-        }
+        self.env
+            .iter()
+            .map(|(k, v)| (k.clone(), v.replace("{app}", app)))
+            .collect()
     }
 }
 
-fn run_tool(cmd: &mut Command, what: &str) -> Result<std::process::Output, RunnerError> {
+pub(crate) fn run_tool(cmd: &mut Command, what: &str) -> Result<std::process::Output, RunnerError> {
     let out = cmd
         .stdin(std::process::Stdio::null())
         .output()
@@ -243,8 +303,10 @@ pub fn file_sha256(p: &Path) -> std::io::Result<String> {
     Ok(format!("sha256:{:x}", h.finalize()))
 }
 
-/// Unpacks a package source into `work` (a fresh folder).
-pub fn prepare(src: &Source, work: &Path) -> Result<Prepared, RunnerError> {
+/// Unpacks a package source into `work` (a fresh folder). With
+/// `build_in_guest`, a PyPI package that has no wheel is laid out to be
+/// built inside the sandbox (see [`super::sdist`]) instead of refused.
+pub fn prepare(src: &Source, work: &Path, build_in_guest: bool) -> Result<Prepared, RunnerError> {
     match src {
         Source::Npm { name, version } => {
             let spec = match version {
@@ -253,74 +315,135 @@ pub fn prepare(src: &Source, work: &Path) -> Result<Prepared, RunnerError> {
             };
             npm_install(&spec, work, None)
         }
-        Source::Pypi { name, version } => {
+        Source::Pypi {
+            name,
+            version,
+            script,
+        } => {
             let spec = match version {
                 Some(v) => format!("{name}=={v}"),
                 None => name.clone(),
             };
-            pip_install(&spec, work, None)
-        }
-        Source::File(p) => {
-            let abs = std::fs::canonicalize(p)
-                .map_err(|e| RunnerError::Usage(format!("file:{}: {e}", p.display())))?;
-            let fname = abs
-                .file_name()
-                .and_then(|s| s.to_str())
-                .unwrap_or("")
-                .to_owned();
-            if abs.is_dir() {
-                if !abs.join("package.json").is_file() {
-                    return Err(RunnerError::Usage(format!(
-                        "file:{}: a folder must be an npm package (with package.json)",
-                        p.display()
-                    )));
+            match pip_install(&spec, work, None, script.as_deref()) {
+                Err(RunnerError::Prepare(m)) if build_in_guest && no_wheel_for(&m, name) => {
+                    let mut p =
+                        super::sdist::from_pypi(name, version.as_deref(), work, script.as_deref())?;
+                    p.notes.push(format!(
+                        "{name} has no wheel for the guest: its sdist was built inside the sandbox (--build-in-guest)"
+                    ));
+                    Ok(p)
                 }
-                // Pack it (scripts off) so what is installed is what would be published.
-                let packdir = work.join(".pack");
-                std::fs::create_dir_all(&packdir)
-                    .map_err(|e| RunnerError::io("creating a folder", e))?;
-                let out = run_tool(
-                    Command::new("npm")
-                        .args(["pack", "--ignore-scripts", "--silent", "--pack-destination"])
-                        .arg(&packdir)
-                        .arg(&abs),
-                    "npm pack",
-                )?;
-                let tgz = String::from_utf8_lossy(&out.stdout)
-                    .trim()
-                    .lines()
-                    .last()
-                    .unwrap_or("")
-                    .to_owned();
-                let tgz = packdir.join(tgz);
-                let integrity =
-                    file_sha256(&tgz).map_err(|e| RunnerError::io("hashing the tarball", e))?;
-                let r = npm_install(&tgz.display().to_string(), work, Some(integrity));
-                let _ = std::fs::remove_dir_all(&packdir);
-                r
-            } else if fname.ends_with(".whl") {
-                let integrity =
-                    file_sha256(&abs).map_err(|e| RunnerError::io("hashing the wheel", e))?;
-                pip_install(&abs.display().to_string(), work, Some(integrity))
-            } else if fname.ends_with(".tgz") || fname.ends_with(".tar.gz") {
-                let integrity =
-                    file_sha256(&abs).map_err(|e| RunnerError::io("hashing the tarball", e))?;
-                npm_install(&abs.display().to_string(), work, Some(integrity))
-            } else if fname.ends_with(".zip") {
-                Err(RunnerError::Usage(format!(
-                    "file:{}: an sdist would run code to build; only wheels are accepted",
-                    p.display()
-                )))
-            } else {
-                Err(RunnerError::Usage(format!(
-                    "file:{}: expected an npm tarball (.tgz), an npm package folder, or a wheel (.whl)",
-                    p.display()
-                )))
+                other => other,
             }
         }
+        Source::File(p) => prepare_file(p, work, build_in_guest),
+        Source::NodeScript { package, script } => {
+            let mut prepared = prepare_file(package, work, false)?;
+            let rel = script.trim_start_matches("./");
+            if rel.split('/').any(|c| c == "..") || rel.starts_with('/') {
+                return Err(RunnerError::Usage(format!(
+                    "node {script}: the script must be inside its package folder"
+                )));
+            }
+            let installed = work.join("node_modules").join(&prepared.name).join(rel);
+            if !installed.is_file() {
+                return Err(RunnerError::Prepare(format!(
+                    "{}: {rel} is not in the package as `npm pack` makes it (not listed in `files`, or built by a script mcplint does not run)",
+                    prepared.name
+                )));
+            }
+            prepared.entry = vec![format!("{{app}}/node_modules/{}/{rel}", prepared.name)];
+            Ok(prepared)
+        }
+        Source::Bundle(b) => super::bundle::prepare(b, work),
         Source::Remote(_) => Err(RunnerError::Usage(
             "a remote server has nothing to install".into(),
         )),
+    }
+}
+
+/// True if pip's error says the package `name` itself has no usable wheel
+/// (not one of its dependencies).
+fn no_wheel_for(message: &str, name: &str) -> bool {
+    let norm = |s: &str| s.to_ascii_lowercase().replace(['-', '.'], "_");
+    message.lines().any(|l| {
+        l.split_once("No matching distribution found for ")
+            .is_some_and(|(_, req)| {
+                let req_name: String = req
+                    .chars()
+                    .take_while(|c| c.is_ascii_alphanumeric() || "-_.".contains(*c))
+                    .collect();
+                norm(&req_name) == norm(name)
+            })
+    })
+}
+
+/// `file:PATH`: an npm package folder or tarball, a wheel, or (with
+/// `build_in_guest`) a Python sdist.
+fn prepare_file(p: &Path, work: &Path, build_in_guest: bool) -> Result<Prepared, RunnerError> {
+    let abs = std::fs::canonicalize(p)
+        .map_err(|e| RunnerError::Usage(format!("file:{}: {e}", p.display())))?;
+    let fname = abs
+        .file_name()
+        .and_then(|s| s.to_str())
+        .unwrap_or("")
+        .to_owned();
+    if abs.is_dir() {
+        if !abs.join("package.json").is_file() {
+            return Err(RunnerError::Usage(format!(
+                "file:{}: a folder must be an npm package (with package.json)",
+                p.display()
+            )));
+        }
+        // Pack it (scripts off) so what is installed is what would be published.
+        let packdir = work.join(".pack");
+        std::fs::create_dir_all(&packdir).map_err(|e| RunnerError::io("creating a folder", e))?;
+        let out = run_tool(
+            Command::new("npm")
+                .args(["pack", "--ignore-scripts", "--silent", "--pack-destination"])
+                .arg(&packdir)
+                .arg(&abs),
+            "npm pack",
+        )?;
+        let tgz = String::from_utf8_lossy(&out.stdout)
+            .trim()
+            .lines()
+            .last()
+            .unwrap_or("")
+            .to_owned();
+        let tgz = packdir.join(tgz);
+        let integrity = file_sha256(&tgz).map_err(|e| RunnerError::io("hashing the tarball", e))?;
+        let r = npm_install(&tgz.display().to_string(), work, Some(integrity));
+        let _ = std::fs::remove_dir_all(&packdir);
+        r
+    } else if fname.ends_with(".whl") {
+        let integrity = file_sha256(&abs).map_err(|e| RunnerError::io("hashing the wheel", e))?;
+        pip_install(&abs.display().to_string(), work, Some(integrity), None)
+    } else if fname.ends_with(".tar.gz") && super::sdist::is_python_sdist(&abs) {
+        if !build_in_guest {
+            return Err(RunnerError::Usage(format!(
+                "file:{}: a Python sdist runs code to build; mcplint never builds on this host (--build-in-guest builds it inside the sandbox)",
+                p.display()
+            )));
+        }
+        let mut prepared = super::sdist::from_file(&abs, work)?;
+        prepared
+            .notes
+            .push("a Python sdist, built inside the sandbox (--build-in-guest)".into());
+        Ok(prepared)
+    } else if fname.ends_with(".tgz") || fname.ends_with(".tar.gz") {
+        let integrity = file_sha256(&abs).map_err(|e| RunnerError::io("hashing the tarball", e))?;
+        npm_install(&abs.display().to_string(), work, Some(integrity))
+    } else if fname.ends_with(".zip") {
+        Err(RunnerError::Usage(format!(
+            "file:{}: an sdist would run code to build; only wheels are accepted",
+            p.display()
+        )))
+    } else {
+        Err(RunnerError::Usage(format!(
+            "file:{}: expected an npm tarball (.tgz), an npm package folder, or a wheel (.whl)",
+            p.display()
+        )))
     }
 }
 
@@ -414,6 +537,8 @@ fn npm_install(spec: &str, dir: &Path, integrity: Option<String>) -> Result<Prep
         integrity,
         runtime: Runtime::Node,
         entry: vec![format!("{{app}}/node_modules/{name}/{bin}")],
+        env: Vec::new(),
+        notes: Vec::new(),
     })
 }
 
@@ -427,29 +552,75 @@ fn scripts_needed(pj: &Value) -> bool {
         })
 }
 
-fn read_json(p: &Path) -> Result<Value, RunnerError> {
+pub(crate) fn read_json(p: &Path) -> Result<Value, RunnerError> {
     let bytes =
         std::fs::read(p).map_err(|e| RunnerError::io(&format!("reading {}", p.display()), e))?;
     serde_json::from_slice(&bytes)
         .map_err(|e| RunnerError::Prepare(format!("{}: {e}", p.display())))
 }
 
+/// `pip SUBCOMMAND` on the host, for wheels only, and only wheels the
+/// guest's Python can use (Debian 12: CPython 3.11, glibc 2.36). With
+/// `--only-binary=:all:` pip never runs a package's build code.
+pub(crate) fn guest_wheels(subcommand: &[&str]) -> Command {
+    let mut c = Command::new(host_python());
+    c.arg("-m").arg("pip").args(subcommand);
+    c.args([
+        "--disable-pip-version-check",
+        "--no-input",
+        "--quiet",
+        "--only-binary=:all:",
+    ])
+    .args([
+        "--python-version",
+        "3.11",
+        "--implementation",
+        "cp",
+        "--abi",
+        "cp311",
+        "--abi",
+        "abi3",
+        "--abi",
+        "none",
+    ])
+    .args([
+        "--platform",
+        "manylinux_2_36_x86_64",
+        "--platform",
+        "manylinux_2_28_x86_64",
+        "--platform",
+        "manylinux_2_17_x86_64",
+        "--platform",
+        "manylinux2014_x86_64",
+        "--platform",
+        "manylinux_2_5_x86_64",
+        "--platform",
+        "manylinux1_x86_64",
+        "--platform",
+        "linux_x86_64",
+        "--platform",
+        "any",
+    ]);
+    c
+}
+
 /// The Python interpreter used on the host to download wheels.
-fn host_python() -> String {
+pub(crate) fn host_python() -> String {
     std::env::var("MCPLINT_PYTHON").unwrap_or_else(|_| "python3".into())
 }
 
-fn pip_install(spec: &str, dir: &Path, integrity: Option<String>) -> Result<Prepared, RunnerError> {
+fn pip_install(
+    spec: &str,
+    dir: &Path,
+    integrity: Option<String>,
+    script: Option<&str>,
+) -> Result<Prepared, RunnerError> {
     let site = dir.join("site");
     std::fs::create_dir_all(&site)
         .map_err(|e| RunnerError::io("creating the package folder", e))?;
     let report = dir.join(".pip-report.json");
-    // Wheels for the guest's Python (Debian 12: CPython 3.11, glibc 2.36).
     run_tool(
-        Command::new(host_python())
-            .args(["-m", "pip", "install", "--disable-pip-version-check", "--no-input", "--quiet", "--only-binary=:all:", "--no-compile"])
-            .args(["--python-version", "3.11", "--implementation", "cp", "--abi", "cp311", "--abi", "abi3", "--abi", "none"])
-            .args(["--platform", "manylinux_2_36_x86_64", "--platform", "manylinux_2_28_x86_64", "--platform", "manylinux_2_17_x86_64", "--platform", "manylinux2014_x86_64", "--platform", "manylinux_2_5_x86_64", "--platform", "manylinux1_x86_64", "--platform", "linux_x86_64", "--platform", "any"])
+        guest_wheels(&["install", "--no-compile"])
             .arg("--report")
             .arg(&report)
             .arg("--target")
@@ -459,7 +630,7 @@ fn pip_install(spec: &str, dir: &Path, integrity: Option<String>) -> Result<Prep
     )
     .map_err(|e| match e {
         RunnerError::Prepare(m) if m.contains("from versions: none") || m.contains("No matching distribution") => RunnerError::Prepare(format!(
-            "{m}\n(no wheel for CPython 3.11 on x86_64 Linux: an sdist would run its build code on the host, so mcplint refuses it)"
+            "{m}\n(no wheel for CPython 3.11 on x86_64 Linux: an sdist would run its build code on the host, so mcplint refuses it; --build-in-guest builds the requested package's sdist inside the sandbox)"
         )),
         other => other,
     })?;
@@ -509,16 +680,29 @@ fn pip_install(spec: &str, dir: &Path, integrity: Option<String>) -> Result<Prep
         .ok_or_else(|| RunnerError::Prepare(format!("{name}: no .dist-info folder found")))?;
     let eps = std::fs::read_to_string(dist_info.join("entry_points.txt")).unwrap_or_default();
     let scripts = console_scripts(&eps);
-    let (_, target) = scripts
-        .iter()
-        .find(|(n, _)| norm(n) == norm(&name))
-        .or_else(|| scripts.first())
-        .cloned()
-        .ok_or_else(|| {
+    let chosen = match script {
+        Some(want) => scripts.iter().find(|(n, _)| n == want).ok_or_else(|| {
+            let have: Vec<&str> = scripts.iter().map(|(n, _)| n.as_str()).collect();
             RunnerError::Prepare(format!(
-                "{name}=={version}: no console_scripts entry point to start"
+                "{name}=={version} has no console script {want:?} (it has: {})",
+                if have.is_empty() {
+                    "none".to_string()
+                } else {
+                    have.join(", ")
+                }
             ))
-        })?;
+        })?,
+        None => scripts
+            .iter()
+            .find(|(n, _)| norm(n) == norm(&name))
+            .or_else(|| scripts.first())
+            .ok_or_else(|| {
+                RunnerError::Prepare(format!(
+                    "{name}=={version}: no console_scripts entry point to start"
+                ))
+            })?,
+    };
+    let target = chosen.1.clone();
     let (module, attr) = target.split_once(':').unwrap_or((target.as_str(), ""));
     let module = module.trim();
     let attr = attr.split_whitespace().next().unwrap_or("").trim();
@@ -544,7 +728,17 @@ fn pip_install(spec: &str, dir: &Path, integrity: Option<String>) -> Result<Prep
         integrity,
         runtime: Runtime::Python,
         entry: vec!["-c".into(), code],
+        env: python_env(),
+        notes: Vec::new(),
     })
+}
+
+/// PYTHONPATH for a tree installed with `pip --target {app}/site`.
+pub(crate) fn python_env() -> Vec<(String, String)> {
+    vec![
+        ("PYTHONPATH".into(), "{app}/site".into()),
+        ("PYTHONDONTWRITEBYTECODE".into(), "1".into()),
+    ]
 }
 
 /// `[console_scripts]` entries of an `entry_points.txt`.
@@ -569,21 +763,29 @@ fn console_scripts(text: &str) -> Vec<(String, String)> {
 /// Compiles a Python tree to bytecode with the host's interpreter, so the
 /// read-only guest does not compile on every start. `compileall` only
 /// compiles; it imports nothing from the package.
+/// `buildenv` (pip and the build requirements of an sdist built in the
+/// guest) is compiled too: under emulation, compiling pip on every run costs
+/// minutes.
 pub fn precompile_python(dir: &Path) {
-    let _ = Command::new(host_python())
-        .args([
-            "-m",
-            "compileall",
-            "-q",
-            "-j",
-            "1",
-            "--invalidation-mode",
-            "unchecked-hash",
-        ])
-        .arg(dir.join("site"))
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .status();
+    for sub in ["site", "buildenv"] {
+        if !dir.join(sub).is_dir() {
+            continue;
+        }
+        let _ = Command::new(host_python())
+            .args([
+                "-m",
+                "compileall",
+                "-q",
+                "-j",
+                "1",
+                "--invalidation-mode",
+                "unchecked-hash",
+            ])
+            .arg(dir.join(sub))
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .status();
+    }
 }
 
 #[cfg(test)]
@@ -610,6 +812,15 @@ mod tests {
         assert!(Source::parse("pypi:mcp-server-time==1.*", false).is_err());
         assert!(Source::parse("pypi:mcp-server-time", false).is_err());
         assert!(Source::parse("gopher:x", false).is_err());
+    }
+
+    #[test]
+    fn which_package_lacks_a_wheel() {
+        let msg = "ERROR: Could not find a version that satisfies the requirement docopt==0.6.2 (from versions: none)\nERROR: No matching distribution found for docopt==0.6.2";
+        assert!(no_wheel_for(msg, "docopt"));
+        assert!(no_wheel_for(msg, "DocOpt"));
+        assert!(!no_wheel_for(msg, "my-server"));
+        assert!(!no_wheel_for("ERROR: something else", "docopt"));
     }
 
     #[test]
