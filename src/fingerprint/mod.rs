@@ -31,7 +31,7 @@ use std::fmt;
 
 use sha2::{Digest, Sha256};
 
-use crate::manifest::json::{for_each_unit, Document, Kind, NodeId, Unit};
+use crate::manifest::json::{for_each_unit, Document, Footprint, Kind, NodeId, Unit};
 use crate::manifest::Server;
 
 /// Which of the article's two programs to reproduce.
@@ -98,25 +98,30 @@ impl fmt::Display for Fingerprint {
 }
 
 /// Buffered writer into SHA-256 (or a byte vector, for tests and `canonical`).
+///
+/// Writes only append to the buffer; [`Writer::write_value`] hands it to the
+/// hasher in large chunks once it holds 64 KiB, so the per-byte pushes of the
+/// canonical writer carry no flush check.
 struct Out<'a> {
     buf: Vec<u8>,
     hasher: Option<&'a mut Sha256>,
 }
 
+/// Size at which the buffer is handed to the hasher.
+const CHUNK: usize = 1 << 16;
+
 impl Out<'_> {
     #[inline]
     fn push(&mut self, b: u8) {
         self.buf.push(b);
-        self.maybe_flush();
     }
     #[inline]
     fn extend(&mut self, s: &[u8]) {
         self.buf.extend_from_slice(s);
-        self.maybe_flush();
     }
     #[inline]
-    fn maybe_flush(&mut self) {
-        if self.buf.len() >= 1 << 16 {
+    fn flush_if_full(&mut self) {
+        if self.buf.len() >= CHUNK {
             if let Some(h) = self.hasher.as_deref_mut() {
                 h.update(&self.buf);
                 self.buf.clear();
@@ -132,26 +137,57 @@ impl Out<'_> {
     }
 }
 
+/// One object member on the writer's sort stack: the key's first eight bytes
+/// as a big-endian number (zero-padded), and the key and value nodes.
+#[derive(Clone, Copy)]
+struct Member {
+    prefix: u64,
+    key: NodeId,
+    value: NodeId,
+}
+
+/// The canonical JSON writer of one scheme over one document.
+///
+/// One writer serves a whole digest, so the scratch space for sorting object
+/// members is allocated once rather than once per object.
+struct Writer<'d, 'h> {
+    doc: &'d Document,
+    scheme: Scheme,
+    out: Out<'h>,
+    /// Members of the objects being written, innermost object last: each
+    /// object sorts its members in its own tail of this stack.
+    members: Vec<Member>,
+}
+
+impl<'d, 'h> Writer<'d, 'h> {
+    fn new(doc: &'d Document, scheme: Scheme, hasher: Option<&'h mut Sha256>) -> Self {
+        let cap = if hasher.is_some() { CHUNK + 4096 } else { 0 };
+        Writer {
+            doc,
+            scheme,
+            out: Out {
+                buf: Vec::with_capacity(cap),
+                hasher,
+            },
+            members: Vec::with_capacity(64),
+        }
+    }
+}
+
 /// The canonical text of one value under `scheme` (for tests and debugging).
 pub fn canonical(doc: &Document, node: NodeId, scheme: Scheme) -> Vec<u8> {
-    let mut out = Out {
-        buf: Vec::new(),
-        hasher: None,
-    };
-    write_value(doc, node, scheme, &mut out);
-    out.finish()
+    let mut w = Writer::new(doc, scheme, None);
+    w.write_value(node);
+    w.out.finish()
 }
 
 /// The article's fingerprint of a list of tool objects.
 pub fn tools_fingerprint(doc: &Document, tools: &[NodeId], scheme: Scheme) -> Fingerprint {
     let mut hasher = Sha256::new();
     {
-        let mut out = Out {
-            buf: Vec::with_capacity(1 << 16),
-            hasher: Some(&mut hasher),
-        };
-        write_sorted_array(doc, tools, "name", scheme, &mut out);
-        out.finish();
+        let mut w = Writer::new(doc, scheme, Some(&mut hasher));
+        w.write_sorted_array(tools, "name");
+        w.out.finish();
     }
     Fingerprint(hasher.finalize().into())
 }
@@ -169,26 +205,23 @@ pub fn server_fingerprint(doc: &Document, server: &Server, scheme: Scheme) -> Fi
 pub fn context_digest(doc: &Document, server: &Server, scheme: Scheme) -> Fingerprint {
     let mut hasher = Sha256::new();
     {
-        let mut out = Out {
-            buf: Vec::new(),
-            hasher: Some(&mut hasher),
-        };
-        out.extend(b"{\"instructions\":");
+        let mut w = Writer::new(doc, scheme, Some(&mut hasher));
+        w.out.extend(b"{\"instructions\":");
         match server.instructions {
-            Some(i) => write_value(doc, i, scheme, &mut out),
-            None => out.extend(b"null"),
+            Some(i) => w.write_value(i),
+            None => w.out.extend(b"null"),
         }
-        out.extend(b",\"prompts\":");
+        w.out.extend(b",\"prompts\":");
         let prompts: Vec<NodeId> = server.prompts.iter().map(|p| p.node).collect();
-        write_sorted_array(doc, &prompts, "name", scheme, &mut out);
-        out.extend(b",\"resourceTemplates\":");
+        w.write_sorted_array(&prompts, "name");
+        w.out.extend(b",\"resourceTemplates\":");
         let templates: Vec<NodeId> = server.resource_templates.iter().map(|r| r.node).collect();
-        write_sorted_array(doc, &templates, "name", scheme, &mut out);
-        out.extend(b",\"resources\":");
+        w.write_sorted_array(&templates, "name");
+        w.out.extend(b",\"resources\":");
         let resources: Vec<NodeId> = server.resources.iter().map(|r| r.node).collect();
-        write_sorted_array(doc, &resources, "name", scheme, &mut out);
-        out.push(b'}');
-        out.finish();
+        w.write_sorted_array(&resources, "name");
+        w.out.push(b'}');
+        w.out.finish();
     }
     Fingerprint(hasher.finalize().into())
 }
@@ -198,55 +231,6 @@ pub fn matches(doc: &Document, tools: &[NodeId], hex: &str) -> Option<Scheme> {
     Scheme::ALL
         .into_iter()
         .find(|&s| tools_fingerprint(doc, tools, s).matches_hex(hex))
-}
-
-/// Writes `items` sorted by their string member `key` (stable; items without
-/// it sort first, as `undefined` and missing keys never compare less).
-fn write_sorted_array(
-    doc: &Document,
-    items: &[NodeId],
-    key: &str,
-    scheme: Scheme,
-    out: &mut Out<'_>,
-) {
-    // Each item also gets the first 16 bytes of its key, zero-padded, when the
-    // key orders as plain bytes. Two such prefixes that differ order exactly as
-    // the whole keys do (a shorter key padded with zeros sorts first, as a
-    // prefix does), so most comparisons of a large list (100,000 tools) are
-    // decided without touching the document text scattered in memory; equal
-    // prefixes fall back to the full comparison. The order is unchanged.
-    let mut keyed: Vec<(Option<[u8; 16]>, SortKey<'_>, NodeId)> = items
-        .iter()
-        .map(|&n| {
-            let k = doc
-                .get(n, key)
-                .filter(|&v| doc.kind(v) == Kind::String)
-                .map(|v| SortKey::of(doc, v, scheme))
-                .unwrap_or(SortKey::Missing);
-            let prefix = match &k {
-                SortKey::Text(t, false) => {
-                    let mut p = [0u8; 16];
-                    let len = t.len().min(16);
-                    p[..len].copy_from_slice(&t.as_bytes()[..len]);
-                    Some(p)
-                }
-                _ => None,
-            };
-            (prefix, k, n)
-        })
-        .collect();
-    keyed.sort_by(|a, b| match (&a.0, &b.0) {
-        (Some(pa), Some(pb)) if pa != pb => pa.cmp(pb),
-        _ => a.1.cmp(&b.1, scheme),
-    });
-    out.push(b'[');
-    for (i, (_, _, n)) in keyed.iter().enumerate() {
-        if i > 0 {
-            out.push(b',');
-        }
-        write_value(doc, *n, scheme, out);
-    }
-    out.push(b']');
 }
 
 /// A string decoded for ordering.
@@ -358,60 +342,267 @@ fn first_unit(c: char) -> u32 {
     }
 }
 
-fn write_value(doc: &Document, n: NodeId, scheme: Scheme, out: &mut Out<'_>) {
-    match doc.kind(n) {
-        Kind::Null => out.extend(b"null"),
-        Kind::Bool => out.extend(if doc.as_bool(n) == Some(true) {
-            b"true"
-        } else {
-            b"false"
-        }),
-        Kind::Number => write_number(doc.raw(n), scheme, out),
-        Kind::String => write_string(doc, n, scheme, out),
-        Kind::Array => {
-            out.push(b'[');
-            for (i, &c) in doc.array(n).unwrap_or_default().iter().enumerate() {
-                if i > 0 {
-                    out.push(b',');
-                }
-                write_value(doc, c, scheme, out);
-            }
-            out.push(b']');
-        }
-        Kind::Object => write_object(doc, n, scheme, out),
-    }
+/// One item of a list being sorted by name: the first 16 bytes of its name
+/// as a big-endian number (`hi`, `lo`) when `prefixed`, and its index.
+#[derive(Clone, Copy)]
+struct SortSlot {
+    hi: u64,
+    lo: u64,
+    prefixed: bool,
+    index: u32,
 }
 
-fn write_object(doc: &Document, n: NodeId, scheme: Scheme, out: &mut Out<'_>) {
-    let mut members: Vec<(SortKey<'_>, NodeId, NodeId)> = doc
-        .members(n)
-        .into_iter()
-        .flatten()
-        .map(|(k, v)| (SortKey::of(doc, k, scheme), k, v))
-        .collect();
-    // Stable, so among duplicate keys the last stays last; it is the one that
-    // JSON.parse and json.loads keep.
-    members.sort_by(|a, b| a.0.cmp(&b.0, scheme));
-    // Only a document with duplicate keys can have equal neighbours here.
-    let dedupe = !doc.duplicates().is_empty();
-    out.push(b'{');
-    let mut first = true;
-    for i in 0..members.len() {
-        if dedupe
-            && i + 1 < members.len()
-            && members[i].0.cmp(&members[i + 1].0, scheme) == Ordering::Equal
-        {
-            continue;
+/// The first eight bytes of `b`, zero-padded, as a big-endian number: two
+/// such prefixes that differ order as the whole byte strings do, because a
+/// string's text never holds a zero byte (a NUL must be escaped), so padding
+/// sorts a shorter string first exactly as being a prefix does.
+#[inline]
+fn prefix8(b: &[u8]) -> u64 {
+    let mut p = [0u8; 8];
+    let n = b.len().min(8);
+    p[..n].copy_from_slice(&b[..n]);
+    u64::from_be_bytes(p)
+}
+
+impl Writer<'_, '_> {
+    /// Writes `items` sorted by their string member `key` (stable; items
+    /// without it sort first, as `undefined` and missing keys never compare
+    /// less).
+    fn write_sorted_array(&mut self, items: &[NodeId], key: &str) {
+        let (doc, scheme) = (self.doc, self.scheme);
+        // Each item also gets the first 16 bytes of its key, zero-padded, when
+        // the key orders as plain bytes. Two such prefixes that differ order
+        // exactly as the whole keys do (see `prefix8`), so most comparisons of a
+        // large list (100,000 tools) are decided without touching the document
+        // text scattered in memory; equal prefixes fall back to the full
+        // comparison. The order is unchanged.
+        //
+        // Each item also gets where its data sits (its subtree's size in nodes
+        // as far as the list tells: the distance to the next item, when items
+        // are siblings in source order), to warm it before it is written: see
+        // below. Working that out here, in source order, costs little.
+        let keyed: Vec<(SortKey<'_>, Footprint)> = items
+            .iter()
+            .enumerate()
+            .map(|(j, &n)| {
+                let k = doc
+                    .get(n, key)
+                    .filter(|&v| doc.kind(v) == Kind::String)
+                    .map(|v| SortKey::of(doc, v, scheme))
+                    .unwrap_or(SortKey::Missing);
+                let size = match items.get(j + 1) {
+                    Some(&next) if next > n => ((next - n) as usize).min(1 << 16),
+                    _ => 1,
+                };
+                (k, doc.footprint(n, size))
+            })
+            .collect();
+        // What is sorted is a small record per item (moving the keys
+        // themselves around would cost more than comparing them).
+        let mut order: Vec<SortSlot> = keyed
+            .iter()
+            .enumerate()
+            .map(|(index, (k, _))| {
+                let prefix = match k {
+                    SortKey::Text(t, false) => {
+                        let mut p = [0u8; 16];
+                        let len = t.len().min(16);
+                        p[..len].copy_from_slice(&t.as_bytes()[..len]);
+                        Some(u128::from_be_bytes(p))
+                    }
+                    _ => None,
+                };
+                SortSlot {
+                    hi: prefix.map_or(0, |p| (p >> 64) as u64),
+                    lo: prefix.map_or(0, |p| p as u64),
+                    prefixed: prefix.is_some(),
+                    index: index as u32,
+                }
+            })
+            .collect();
+        order.sort_by(|a, b| {
+            if a.prefixed && b.prefixed && (a.hi, a.lo) != (b.hi, b.lo) {
+                (a.hi, a.lo).cmp(&(b.hi, b.lo))
+            } else {
+                keyed[a.index as usize]
+                    .0
+                    .cmp(&keyed[b.index as usize].0, scheme)
+            }
+        });
+        // In name order, a large list jumps all over the document, and
+        // writing each item would wait on one cache miss after another: warm
+        // the item a few places ahead so that its memory reads overlap.
+        const AHEAD: usize = 4;
+        self.out.push(b'[');
+        for (i, slot) in order.iter().enumerate() {
+            if let Some(ahead) = order.get(i + AHEAD) {
+                std::hint::black_box(doc.warm(&keyed[ahead.index as usize].1));
+            }
+            if i > 0 {
+                self.out.push(b',');
+            }
+            self.write_value(items[slot.index as usize]);
         }
-        if !first {
-            out.push(b',');
-        }
-        first = false;
-        write_string(doc, members[i].1, scheme, out);
-        out.push(b':');
-        write_value(doc, members[i].2, scheme, out);
+        self.out.push(b']');
     }
-    out.push(b'}');
+
+    fn write_value(&mut self, n: NodeId) {
+        self.out.flush_if_full();
+        let doc = self.doc;
+        match doc.kind(n) {
+            Kind::Null => self.out.extend(b"null"),
+            Kind::Bool => self.out.extend(if doc.as_bool(n) == Some(true) {
+                b"true"
+            } else {
+                b"false"
+            }),
+            Kind::Number => write_number(doc.raw(n), self.scheme, &mut self.out),
+            Kind::String => self.write_string(n),
+            Kind::Array => {
+                self.out.push(b'[');
+                for (i, &c) in doc.entries(n).iter().enumerate() {
+                    if i > 0 {
+                        self.out.push(b',');
+                    }
+                    self.write_value(c);
+                }
+                self.out.push(b']');
+            }
+            Kind::Object => self.write_object(n),
+        }
+    }
+
+    /// The raw text of key `k` when its order under the scheme is the order
+    /// of those raw bytes: no escapes (so the raw text is the decoded text,
+    /// whose UTF-8 byte order is code point order) and, for ts, no character
+    /// from U+E000 up, the only ones whose UTF-16 order differs.
+    #[inline]
+    fn byte_ordered_key(&self, k: NodeId) -> Option<&[u8]> {
+        if self.doc.kind(k) != Kind::String || self.doc.is_escaped(k) {
+            return None;
+        }
+        let raw = self.doc.str_raw(k)?.as_bytes();
+        if self.scheme == Scheme::Ts && raw.iter().any(|&b| b >= 0xee) {
+            return None;
+        }
+        Some(raw)
+    }
+
+    fn write_object(&mut self, n: NodeId) {
+        let doc = self.doc;
+        let entries = doc.entries(n);
+        // Fast path, taken by nearly every real object: all keys order as
+        // their raw bytes, so they sort on an 8-byte prefix read once per key
+        // with no decoding, in the writer's reused stack.
+        let mark = self.members.len();
+        for kv in entries.chunks_exact(2) {
+            let Some(raw) = self.byte_ordered_key(kv[0]) else {
+                self.members.truncate(mark);
+                return self.write_object_decoded(n);
+            };
+            self.members.push(Member {
+                prefix: prefix8(raw),
+                key: kv[0],
+                value: kv[1],
+            });
+        }
+        let raw_key = |k: NodeId| doc.str_raw(k).unwrap_or_default().as_bytes();
+        // Stable, so among duplicate keys the last stays last; it is the one
+        // that JSON.parse and json.loads keep.
+        self.members[mark..].sort_by(|a, b| {
+            a.prefix
+                .cmp(&b.prefix)
+                .then_with(|| raw_key(a.key).cmp(raw_key(b.key)))
+        });
+        // Only a document with duplicate keys can have equal neighbours here.
+        let dedupe = !doc.duplicates().is_empty();
+        let end = self.members.len();
+        self.out.push(b'{');
+        let mut first = true;
+        for i in mark..end {
+            let m = self.members[i];
+            if dedupe && i + 1 < end {
+                let next = self.members[i + 1];
+                if next.prefix == m.prefix && raw_key(next.key) == raw_key(m.key) {
+                    continue;
+                }
+            }
+            if !first {
+                self.out.push(b',');
+            }
+            first = false;
+            self.write_string(m.key);
+            self.out.push(b':');
+            self.write_value(m.value);
+        }
+        self.out.push(b'}');
+        self.members.truncate(mark);
+    }
+
+    /// The general case: keys with escapes, lone surrogates or (ts)
+    /// characters whose UTF-16 order differs from their code point order.
+    fn write_object_decoded(&mut self, n: NodeId) {
+        let (doc, scheme) = (self.doc, self.scheme);
+        let mut members: Vec<(SortKey<'_>, NodeId, NodeId)> = doc
+            .members(n)
+            .into_iter()
+            .flatten()
+            .map(|(k, v)| (SortKey::of(doc, k, scheme), k, v))
+            .collect();
+        // Stable, so among duplicate keys the last stays last; it is the one that
+        // JSON.parse and json.loads keep.
+        members.sort_by(|a, b| a.0.cmp(&b.0, scheme));
+        // Only a document with duplicate keys can have equal neighbours here.
+        let dedupe = !doc.duplicates().is_empty();
+        self.out.push(b'{');
+        let mut first = true;
+        for i in 0..members.len() {
+            if dedupe
+                && i + 1 < members.len()
+                && members[i].0.cmp(&members[i + 1].0, scheme) == Ordering::Equal
+            {
+                continue;
+            }
+            if !first {
+                self.out.push(b',');
+            }
+            first = false;
+            self.write_string(members[i].1);
+            self.out.push(b':');
+            self.write_value(members[i].2);
+        }
+        self.out.push(b'}');
+    }
+
+    fn write_string(&mut self, n: NodeId) {
+        let (doc, scheme) = (self.doc, self.scheme);
+        let out = &mut self.out;
+        let raw = doc.str_raw(n).unwrap_or_default();
+        out.push(b'"');
+        let plain_ok = |t: &str| match scheme {
+            // Printable ASCII except the two characters that need escaping is
+            // written as is by both languages; JavaScript also writes any other
+            // character from U+0020 up literally.
+            Scheme::Python => t
+                .bytes()
+                .all(|b| (0x20..0x7f).contains(&b) && b != b'"' && b != b'\\'),
+            Scheme::Ts => t.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\'),
+        };
+        // Unescaped JSON string text holds no `"`, `\\` or control character (the
+        // parser refuses them), so for ts it is already what JSON.stringify writes.
+        if !doc.is_escaped(n) && (scheme == Scheme::Ts || plain_ok(raw)) {
+            out.extend(raw.as_bytes());
+        } else {
+            for_each_unit(raw, |u| match u {
+                Unit::Text(t) if plain_ok(t) => out.extend(t.as_bytes()),
+                Unit::Text(t) => t.chars().for_each(|c| write_char(c, scheme, out)),
+                Unit::Char(c) => write_char(c, scheme, out),
+                // Both languages write a lone surrogate as a lowercase \u escape.
+                Unit::LoneSurrogate(s) => write_u_escape(s as u32, out),
+            });
+        }
+        out.push(b'"');
+    }
 }
 
 const HEX: &[u8; 16] = b"0123456789abcdef";
@@ -448,34 +639,6 @@ fn write_char(c: char, scheme: Scheme, out: &mut Out<'_>) {
             }
         }
     }
-}
-
-fn write_string(doc: &Document, n: NodeId, scheme: Scheme, out: &mut Out<'_>) {
-    let raw = doc.str_raw(n).unwrap_or_default();
-    out.push(b'"');
-    let plain_ok = |t: &str| match scheme {
-        // Printable ASCII except the two characters that need escaping is
-        // written as is by both languages; JavaScript also writes any other
-        // character from U+0020 up literally.
-        Scheme::Python => t
-            .bytes()
-            .all(|b| (0x20..0x7f).contains(&b) && b != b'"' && b != b'\\'),
-        Scheme::Ts => t.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\'),
-    };
-    // Unescaped JSON string text holds no `"`, `\\` or control character (the
-    // parser refuses them), so for ts it is already what JSON.stringify writes.
-    if !doc.is_escaped(n) && (scheme == Scheme::Ts || plain_ok(raw)) {
-        out.extend(raw.as_bytes());
-    } else {
-        for_each_unit(raw, |u| match u {
-            Unit::Text(t) if plain_ok(t) => out.extend(t.as_bytes()),
-            Unit::Text(t) => t.chars().for_each(|c| write_char(c, scheme, out)),
-            Unit::Char(c) => write_char(c, scheme, out),
-            // Both languages write a lone surrogate as a lowercase \u escape.
-            Unit::LoneSurrogate(s) => write_u_escape(s as u32, out),
-        });
-    }
-    out.push(b'"');
 }
 
 /// Shortest round-trip digits and decimal point position of a finite, non-zero
@@ -540,7 +703,81 @@ fn is_integer_literal(raw: &str) -> bool {
     !raw.contains(['.', 'e', 'E'])
 }
 
+/// A decimal literal without exponent, `-?int.frac`, whose value is not zero
+/// and has at most 15 significant digits.
+///
+/// Every such decimal is the shortest round-trip form of the double nearest
+/// to it (doubles hold 15 significant decimal digits exactly, so no shorter
+/// decimal reads back as the same double), so both languages print exactly
+/// its digits and only the layout needs working out: no float formatting.
+struct ShortDecimal<'a> {
+    negative: bool,
+    /// The integer digits as written (`0` for values below one).
+    int: &'a str,
+    /// The fraction digits without trailing zeros (leading zeros kept).
+    frac: &'a str,
+    /// Decimal point position: the value is `0.d1d2… × 10^point`.
+    point: i32,
+}
+
+impl<'a> ShortDecimal<'a> {
+    fn parse(raw: &'a str) -> Option<Self> {
+        let (negative, body) = match raw.strip_prefix('-') {
+            Some(b) => (true, b),
+            None => (false, raw),
+        };
+        let (int, frac) = body.split_once('.')?;
+        if frac.contains(['e', 'E']) {
+            return None;
+        }
+        let frac = frac.trim_end_matches('0');
+        let (significant, point) = if int == "0" {
+            let lead = frac.len() - frac.trim_start_matches('0').len();
+            (frac.len() - lead, -(lead as i32))
+        } else {
+            (int.len() + frac.len(), int.len() as i32)
+        };
+        (significant > 0 && significant <= 15).then_some(ShortDecimal {
+            negative,
+            int,
+            frac,
+            point,
+        })
+    }
+
+    /// Writes it as ECMAScript's Number::toString (`point > -6`: no
+    /// exponent) or Python's float repr (`point > -4`), if that layout is
+    /// positional; false (nothing written) otherwise.
+    fn write(&self, scheme: Scheme, out: &mut Out<'_>) -> bool {
+        let positional = match scheme {
+            Scheme::Ts => self.point > -6,
+            Scheme::Python => self.point > -4,
+        };
+        if !positional {
+            return false;
+        }
+        if self.negative {
+            out.push(b'-');
+        }
+        out.extend(self.int.as_bytes());
+        if !self.frac.is_empty() {
+            out.push(b'.');
+            out.extend(self.frac.as_bytes());
+        } else if scheme == Scheme::Python {
+            out.extend(b".0");
+        }
+        true
+    }
+}
+
 fn write_number(raw: &str, scheme: Scheme, out: &mut Out<'_>) {
+    // Short decimals (`0.5`, `1.25`, `100.0`) are common in schemas and costly
+    // to format through f64.
+    if let Some(d) = ShortDecimal::parse(raw) {
+        if d.write(scheme, out) {
+            return;
+        }
+    }
     match scheme {
         Scheme::Python => {
             if is_integer_literal(raw) {
@@ -672,6 +909,60 @@ mod tests {
     }
 
     #[test]
+    fn short_decimals_print_as_through_f64() {
+        // The fast path for short decimals against the general formatter, over
+        // every layout: integer parts of 1 to 15 digits, fractions with leading
+        // and trailing zeros, values below 1e-5, and 15 or 16 significant digits.
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        let mut next = |n: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % n
+        };
+        let mut checked = 0;
+        for _ in 0..20_000 {
+            let digits = |len: u64, next: &mut dyn FnMut(u64) -> u64| -> String {
+                (0..len)
+                    .map(|_| char::from(b'0' + next(10) as u8))
+                    .collect()
+            };
+            let int = match next(3) {
+                0 => "0".to_string(),
+                _ => {
+                    let len = 1 + next(16);
+                    let rest = digits(len - 1, &mut next);
+                    format!("{}{rest}", 1 + next(9))
+                }
+            };
+            let zeros = "0".repeat(next(8) as usize);
+            let frac_len = next(17);
+            let frac = format!(
+                "{zeros}{}{}",
+                digits(frac_len, &mut next),
+                "0".repeat(next(3) as usize)
+            );
+            let sign = if next(4) == 0 { "-" } else { "" };
+            let raw = format!("{sign}{int}.{frac}");
+            let x: f64 = raw.parse().unwrap();
+            for (scheme, slow) in [
+                (Scheme::Ts, js_number(x)),
+                (Scheme::Python, python_float_repr(x)),
+            ] {
+                let mut out = Out {
+                    buf: Vec::new(),
+                    hasher: None,
+                };
+                if ShortDecimal::parse(&raw).is_some_and(|d| d.write(scheme, &mut out)) {
+                    assert_eq!(String::from_utf8(out.buf).unwrap(), slow, "{scheme} {raw}");
+                    checked += 1;
+                }
+            }
+        }
+        assert!(checked > 10_000, "only {checked} took the fast path");
+    }
+
+    #[test]
     fn numbers_in_both_languages() {
         let cases = [
             ("1", "1", "1"),
@@ -688,6 +979,18 @@ mod tests {
             ("1e-7", "1e-7", "1e-07"),
             ("1.5e-7", "1.5e-7", "1.5e-07"),
             ("0.1", "0.1", "0.1"),
+            ("0.5", "0.5", "0.5"),
+            ("-0.50", "-0.5", "-0.5"),
+            ("100.00", "100", "100.0"),
+            ("0.000001", "0.000001", "1e-06"),
+            ("0.0000001", "1e-7", "1e-07"),
+            ("0.0010", "0.001", "0.001"),
+            (
+                "123456789012345.5",
+                "123456789012345.5",
+                "123456789012345.5",
+            ),
+            ("0.000", "0", "0.0"),
             ("123.456", "123.456", "123.456"),
             ("9007199254740993", "9007199254740992", "9007199254740993"),
             (

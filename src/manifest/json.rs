@@ -110,6 +110,16 @@ struct Node {
     len: u32,
 }
 
+/// Where a subtree's data sits in a [`Document`], from
+/// [`Document::footprint`], for [`Document::warm`]: byte range of its text,
+/// and index ranges of its node records and child lists.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Footprint {
+    text: (u32, u32),
+    nodes: (u32, u32),
+    links: (u32, u32),
+}
+
 /// Limits and leniency for [`Document::parse`].
 #[derive(Clone, Debug)]
 pub struct ParseOptions {
@@ -459,6 +469,77 @@ impl Document {
         (n.kind == Kind::Array).then(|| &self.links[n.first as usize..(n.first + n.len) as usize])
     }
 
+    /// The child list of a container as stored: an array's elements, or an
+    /// object's keys and values alternating (`[k0, v0, k1, v1, …]`, source
+    /// order, duplicates included); empty for anything else. The cheapest
+    /// walk over a container, for hot loops such as the fingerprint writer.
+    pub fn entries(&self, id: NodeId) -> &[NodeId] {
+        let n = self.node(id);
+        match n.kind {
+            Kind::Array | Kind::Object => &self.links[n.first as usize..(n.first + n.len) as usize],
+            _ => &[],
+        }
+    }
+
+    /// Where the data of node `id`'s subtree sits, for [`Document::warm`]: its
+    /// raw text, the `nodes` node records from `id` on (its subtree, when the
+    /// caller knows the size; pre-order keeps a subtree's records together)
+    /// and, for a container, the child lists of those nodes, which sit
+    /// together right before the end of its own list.
+    pub fn footprint(&self, id: NodeId, nodes: usize) -> Footprint {
+        let Some(n) = self.nodes.get(id as usize) else {
+            return Footprint::default();
+        };
+        let end = (id as usize).saturating_add(nodes).min(self.nodes.len());
+        let links = if matches!(n.kind, Kind::Array | Kind::Object) {
+            let last = ((n.first + n.len) as usize).min(self.links.len());
+            (last.saturating_sub(nodes.saturating_sub(1)), last)
+        } else {
+            (0, 0)
+        };
+        // Documents are under 4 GiB (the parser's limit), so all fit in u32.
+        Footprint {
+            text: (n.start, n.end),
+            nodes: (id, end as u32),
+            links: (links.0 as u32, links.1 as u32),
+        }
+    }
+
+    /// Reads one word from each cache line of a [`Footprint`]. The result
+    /// means nothing; pass it to [`std::hint::black_box`].
+    ///
+    /// A large file does not fit in the CPU caches, and a walk that jumps
+    /// between subtrees (the fingerprint visits tools in name order) stalls on
+    /// one memory read after another. Warming a subtree a few steps before
+    /// walking it, with every address known up front, lets those reads
+    /// overlap. Only speed depends on it.
+    pub fn warm(&self, f: &Footprint) -> u64 {
+        let mut acc = 0u64;
+        let text = self.text.as_bytes();
+        let span = text
+            .get(f.text.0 as usize..f.text.1 as usize)
+            .unwrap_or_default();
+        for &b in span.iter().step_by(64) {
+            acc = acc.wrapping_add(b as u64);
+        }
+        let step = (64 / std::mem::size_of::<Node>()).max(1);
+        let nodes = self
+            .nodes
+            .get(f.nodes.0 as usize..f.nodes.1 as usize)
+            .unwrap_or_default();
+        for node in nodes.iter().step_by(step) {
+            acc = acc.wrapping_add(node.start as u64);
+        }
+        let links = self
+            .links
+            .get(f.links.0 as usize..f.links.1 as usize)
+            .unwrap_or_default();
+        for &l in links.iter().step_by(16) {
+            acc = acc.wrapping_add(l as u64);
+        }
+        acc
+    }
+
     /// The members of an object node as `(key, value)` pairs, in source order,
     /// duplicates included.
     pub fn members(&self, id: NodeId) -> Option<impl Iterator<Item = (NodeId, NodeId)> + '_> {
@@ -487,11 +568,18 @@ impl Document {
 
     /// True if string node `key` decodes to `name`.
     pub fn key_is(&self, key: NodeId, name: &str) -> bool {
-        match self.str_raw(key) {
-            Some(raw) if !self.is_escaped(key) => raw == name,
-            Some(_) => self.str(key).is_some_and(|s| s == name),
-            None => false,
+        let n = self.node(key);
+        if n.kind != Kind::String {
+            return false;
         }
+        if n.flags & F_ESCAPED == 0 {
+            // The length comes from the node: a key of another length is
+            // ruled out without reading the text (a cache miss in a large file).
+            let (start, end) = (n.start as usize + 1, n.end as usize - 1);
+            return end - start == name.len()
+                && &self.text.as_bytes()[start..end] == name.as_bytes();
+        }
+        self.str(key).is_some_and(|s| s == name)
     }
 
     /// The member `name` of an object. With duplicate keys the last one wins, as in
@@ -843,17 +931,20 @@ struct Parser<'a> {
     depth: usize,
 }
 
-/// True if any byte of `x` is `"`, `\\` or below 0x20 (SWAR: the classic
-/// "has a zero byte" / "has a byte less than n" tests, exact for existence).
+/// A mask with the high bit set in bytes of `x` (little-endian) that are `"`,
+/// `\\` or below 0x20 (SWAR: the classic "has a zero byte" / "has a byte less
+/// than n" tests). Non-zero exactly when such a byte exists, and its lowest set
+/// bit marks the first one exactly (a borrow only carries upwards from a
+/// flagged byte, so only bytes above the first can be flagged wrongly).
 #[inline]
-fn has_special_byte(x: u64) -> bool {
+fn special_mask(x: u64) -> u64 {
     const ONES: u64 = 0x0101_0101_0101_0101;
     const HIGHS: u64 = 0x8080_8080_8080_8080;
     let has_zero = |v: u64| v.wrapping_sub(ONES) & !v & HIGHS;
     let quote = has_zero(x ^ (ONES * b'"' as u64));
     let backslash = has_zero(x ^ (ONES * b'\\' as u64));
     let control = x.wrapping_sub(ONES * 0x20) & !x & HIGHS;
-    quote | backslash | control != 0
+    quote | backslash | control
 }
 
 impl Parser<'_> {
@@ -879,11 +970,26 @@ impl Parser<'_> {
         self.err(ErrorKind::Unexpected(what), self.pos, self.pos + len)
     }
 
+    /// Skips whitespace (and comments, for JSONC).
+    #[inline]
     fn skip_ws(&mut self) -> Result<(), ParseError> {
+        // Called around every token: inline the common case, a token right
+        // here (whitespace and control characters are all at or below b' ').
+        match self.src.get(self.pos) {
+            Some(&b) if b > b' ' && b != b'/' => Ok(()),
+            _ => self.skip_ws_slow(),
+        }
+    }
+
+    fn skip_ws_slow(&mut self) -> Result<(), ParseError> {
         loop {
             while let Some(&b) = self.src.get(self.pos) {
                 if matches!(b, b' ' | b'\t' | b'\n' | b'\r') {
                     self.pos += 1;
+                    // Pretty-printed files indent with runs of spaces.
+                    while self.src.get(self.pos..self.pos + 8) == Some(&b"        "[..]) {
+                        self.pos += 8;
+                    }
                 } else {
                     break;
                 }
@@ -1022,15 +1128,36 @@ impl Parser<'_> {
         let mut i = start + 1;
         let mut flags = 0;
         loop {
-            // Fast path over plain bytes: eight at a time while none of them
-            // is `"`, `\` or a control character, then one at a time.
+            // Fast path over plain bytes. Most strings are short (keys, type
+            // names): look at them eight bytes at a time while none of those
+            // is `"`, `\` or a control character. A string still going after
+            // 16 bytes is text (a description): find its next `"` or `\` with
+            // memchr (vectorised), then check the run before it for control
+            // characters in one pass that the compiler vectorises too.
+            let mut words = 0;
             while let Some(chunk) = s.get(i..i + 8) {
                 let mut word = [0u8; 8];
                 word.copy_from_slice(chunk);
-                if has_special_byte(u64::from_le_bytes(word)) {
+                let mask = special_mask(u64::from_le_bytes(word));
+                if mask != 0 {
+                    // Straight to the first special byte.
+                    i += (mask.trailing_zeros() / 8) as usize;
                     break;
                 }
                 i += 8;
+                words += 1;
+                if words == 2 {
+                    let rest = &s[i..];
+                    let run = &rest[..memchr::memchr2(b'"', b'\\', rest).unwrap_or(rest.len())];
+                    let control = run.iter().fold(false, |any, &b| any | (b < 0x20));
+                    // With a control character, stop at it: the byte loop
+                    // below and the error report take over from there.
+                    i += match control {
+                        false => run.len(),
+                        true => run.iter().position(|&b| b < 0x20).unwrap_or(0),
+                    };
+                    break;
+                }
             }
             while let Some(&b) = s.get(i) {
                 if b == b'"' || b == b'\\' || b < 0x20 {
@@ -1219,6 +1346,33 @@ impl Parser<'_> {
         // and a key spelled with a literal backslash never compare equal.
         let src = self.src;
         let nodes = &self.nodes;
+        // Nearly every object has a handful of unescaped keys: compare them
+        // pairwise, lengths first (from the nodes), raw bytes only when the
+        // lengths agree, with no allocation. Escaped keys take the decoding path.
+        if n <= 16 && (0..n).all(|j| nodes[members[j * 2] as usize].flags & F_ESCAPED == 0) {
+            let len = |j: usize| {
+                let k = &nodes[members[j * 2] as usize];
+                k.end - k.start
+            };
+            let raw = |j: usize| {
+                let k = &nodes[members[j * 2] as usize];
+                &src[k.start as usize + 1..k.end as usize - 1]
+            };
+            let mut found = Vec::new();
+            for j in 1..n {
+                if let Some(i) = (0..j).find(|&i| len(i) == len(j) && raw(i) == raw(j)) {
+                    found.push((members[i * 2], members[j * 2]));
+                }
+            }
+            for (first, second) in found {
+                self.duplicates.push(DuplicateKey {
+                    object,
+                    first,
+                    second,
+                });
+            }
+            return;
+        }
         let key_bytes = |k: NodeId| -> Cow<'_, [u8]> {
             let node = &nodes[k as usize];
             let raw = &src[node.start as usize + 1..node.end as usize - 1];
@@ -1325,14 +1479,27 @@ mod tests {
     #[test]
     fn swar_special_byte_test_matches_bytewise() {
         let special = |b: u8| b == b'"' || b == b'\\' || b < 0x20;
+        let first = |w: &[u8; 8]| {
+            let m = special_mask(u64::from_le_bytes(*w));
+            (m != 0).then(|| (m.trailing_zeros() / 8) as usize)
+        };
         // Every byte value in every lane, over a background of plain bytes.
         for background in [b'a', 0x7f, 0x80, 0xff, b'!', b'#'] {
             for lane in 0..8 {
                 for b in 0..=255u8 {
                     let mut w = [background; 8];
                     w[lane] = b;
-                    let want = w.iter().any(|&x| special(x));
-                    assert_eq!(has_special_byte(u64::from_le_bytes(w)), want, "{w:?}");
+                    let want = w.iter().position(|&x| special(x));
+                    assert_eq!(first(&w), want, "{w:?}");
+                    // A second special byte above the first never moves it.
+                    for hi in lane + 1..8 {
+                        for extra in [b'"', b'\\', 0, 0x1f] {
+                            let mut w2 = w;
+                            w2[hi] = extra;
+                            let want = w2.iter().position(|&x| special(x));
+                            assert_eq!(first(&w2), want, "{w2:?}");
+                        }
+                    }
                 }
             }
         }
