@@ -34,6 +34,8 @@ def dummy(key):
         return "127.0.0.1"
     if k.endswith("_REGION"):
         return "us-east-1"
+    if "TRANSPORT" in k:
+        return "stdio"
     if "LOG_LEVEL" in k:
         return "ERROR"
     return "dummy-not-a-real-credential"
