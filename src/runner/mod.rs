@@ -216,6 +216,13 @@ pub fn fetch(target: &Target, opts: &FetchOptions) -> Result<Value, RunnerError>
                         RunnerError::NoVm("no guest image: run `mcplint runner setup` first".into())
                     })?;
                     let mut argv = prepared.argv(APP_DIR, "/usr/bin/node", "/usr/bin/python3");
+                    if matches!(prepared.runtime, source::Runtime::Node) {
+                        let flags = vm::node_flags();
+                        argv.splice(1..1, flags.iter().map(|f| (*f).to_owned()));
+                        if !flags.is_empty() {
+                            prov.tunings.push("node-preserve-symlinks".into());
+                        }
+                    }
                     argv.extend(opts.server_args.iter().cloned());
                     write_guest_launcher(&prepared, &argv, &opts.env)?;
                     let disk = work.path.join("app.ext4");
@@ -225,6 +232,7 @@ pub fn fetch(target: &Target, opts: &FetchOptions) -> Result<Value, RunnerError>
                         prov.notes.push(format!("KVM not used: {why}"));
                     }
                     prov.backend = "qemu-microvm".into();
+                    prov.tunings.extend(vm::tunings());
                     prov.accelerator = Some(accel.name().into());
                     prov.image_hash = Some(image.id());
                     prov.argv = argv;
@@ -377,6 +385,7 @@ fn run_stdio(
     t0: Instant,
 ) -> Result<Manifest, RunnerError> {
     let program = cmd.get_program().to_string_lossy().into_owned();
+    let cpu_before = children_cpu_s();
     let (mut run, stdin, stdout) =
         Running::spawn(cmd).map_err(|e| RunnerError::io(&format!("starting {program}"), e))?;
     let spawned = Instant::now();
@@ -401,6 +410,12 @@ fn run_stdio(
     });
     prov.stderr_tail = run.stderr.text();
     prov.wall_s = Some(t0.elapsed().as_secs_f64());
+    // Only meaningful once the child was reaped (a clean exit or a kill).
+    if run.finish_if_exited().is_some() {
+        if let (Some(a), Some(b)) = (cpu_before, children_cpu_s()) {
+            prov.sandbox_cpu_s = Some(b - a);
+        }
+    }
     if let Some(at) = run.stderr.seen("mcplint-guest: start") {
         prov.boot_s = Some(at.duration_since(spawned).as_secs_f64());
     }
@@ -415,6 +430,16 @@ fn run_stdio(
             stderr_tail: prov.stderr_tail.clone(),
         }),
     }
+}
+
+/// User + system CPU seconds of this process's reaped children so far
+/// (bubblewrap counts its own reaped child, QEMU). The fetch spawns one
+/// sandbox at a time, so the difference across a session is that sandbox's.
+fn children_cpu_s() -> Option<f64> {
+    use nix::sys::resource::{getrusage, UsageWho};
+    let u = getrusage(UsageWho::RUSAGE_CHILDREN).ok()?;
+    let secs = |t: nix::sys::time::TimeVal| t.tv_sec() as f64 + t.tv_usec() as f64 / 1e6;
+    Some(secs(u.user_time()) + secs(u.system_time()))
 }
 
 /// Kills a process group when its time is up.
