@@ -40,9 +40,10 @@ pub struct Provenance {
     pub prepare_s: Option<f64>,
     /// Seconds from spawn to the end of the session.
     pub wall_s: Option<f64>,
-    /// CPU seconds the sandbox's processes used (QEMU, for a VM), from
-    /// spawn to exit: far less sensitive to other load on the machine than
-    /// wall time, so it is what to compare between runs on a busy host.
+    /// CPU seconds the sandbox's processes used (bubblewrap and QEMU, for a
+    /// VM) from spawn to the end of the session: far less sensitive to other
+    /// load on the machine than wall time, so it is what to compare between
+    /// runs on a busy host.
     pub sandbox_cpu_s: Option<f64>,
     /// Start-up tunings that applied (e.g. `kernel-cmdline-fast-boot`,
     /// `node-compile-cache:used`), so a capture says how it was obtained.

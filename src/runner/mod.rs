@@ -385,7 +385,6 @@ fn run_stdio(
     t0: Instant,
 ) -> Result<Manifest, RunnerError> {
     let program = cmd.get_program().to_string_lossy().into_owned();
-    let cpu_before = children_cpu_s();
     let (mut run, stdin, stdout) =
         Running::spawn(cmd).map_err(|e| RunnerError::io(&format!("starting {program}"), e))?;
     let spawned = Instant::now();
@@ -398,6 +397,7 @@ fn run_stdio(
     let watchdog = Watchdog::start(run.id(), opts.timeout);
     let mut client = Client::new(pipe, opts.client.clone());
     let result = client.fetch();
+    prov.sandbox_cpu_s = tree_cpu_s(run.id());
     // Closing stdin asks the server (and so the guest) to end.
     drop(client.into_transport());
     let fired = watchdog.stop();
@@ -410,12 +410,6 @@ fn run_stdio(
     });
     prov.stderr_tail = run.stderr.text();
     prov.wall_s = Some(t0.elapsed().as_secs_f64());
-    // Only meaningful once the child was reaped (a clean exit or a kill).
-    if run.finish_if_exited().is_some() {
-        if let (Some(a), Some(b)) = (cpu_before, children_cpu_s()) {
-            prov.sandbox_cpu_s = Some(b - a);
-        }
-    }
     if let Some(at) = run.stderr.seen("mcplint-guest: start") {
         prov.boot_s = Some(at.duration_since(spawned).as_secs_f64());
     }
@@ -432,14 +426,43 @@ fn run_stdio(
     }
 }
 
-/// User + system CPU seconds of this process's reaped children so far
-/// (bubblewrap counts its own reaped child, QEMU). The fetch spawns one
-/// sandbox at a time, so the difference across a session is that sandbox's.
-fn children_cpu_s() -> Option<f64> {
-    use nix::sys::resource::{getrusage, UsageWho};
-    let u = getrusage(UsageWho::RUSAGE_CHILDREN).ok()?;
-    let secs = |t: nix::sys::time::TimeVal| t.tv_sec() as f64 + t.tv_usec() as f64 / 1e6;
-    Some(secs(u.user_time()) + secs(u.system_time()))
+/// User + system CPU seconds used so far by `root` and all its descendants
+/// (bubblewrap, QEMU and QEMU's threads), from `/proc`. Read at the end of the
+/// session, while they still run: a reaped QEMU inside bubblewrap's PID
+/// namespace is not reliably accounted to us, and the grace period may end
+/// in a kill.
+fn tree_cpu_s(root: u32) -> Option<f64> {
+    let mut parent = Vec::new();
+    let mut ticks = std::collections::HashMap::new();
+    for e in std::fs::read_dir("/proc").ok()?.filter_map(Result::ok) {
+        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(e.path().join("stat")) else {
+            continue;
+        };
+        // Fields after the command name (which may hold spaces and parens).
+        let Some((_, rest)) = stat.rsplit_once(')') else {
+            continue;
+        };
+        let f: Vec<&str> = rest.split_whitespace().collect();
+        let num = |i: usize| f.get(i).and_then(|v| v.parse::<u64>().ok());
+        // rest[1] = ppid, rest[11] = utime, rest[12] = stime (proc(5) fields 4, 14, 15).
+        if let (Some(ppid), Some(u), Some(s)) = (num(1), num(11), num(12)) {
+            parent.push((pid, ppid as u32));
+            ticks.insert(pid, u + s);
+        }
+    }
+    let mut tree = vec![root];
+    let mut i = 0;
+    while i < tree.len() {
+        let p = tree[i];
+        tree.extend(parent.iter().filter(|(_, pp)| *pp == p).map(|(c, _)| *c));
+        i += 1;
+    }
+    let total: u64 = tree.iter().filter_map(|p| ticks.get(p)).sum();
+    // /proc reports in USER_HZ, which is 100 on every Linux ABI mcplint runs on.
+    ticks.contains_key(&root).then(|| total as f64 / 100.0)
 }
 
 /// Kills a process group when its time is up.
