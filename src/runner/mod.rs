@@ -493,3 +493,31 @@ impl Watchdog {
         self.handle.join().unwrap_or(false)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::process::CommandExt;
+
+    #[test]
+    fn cpu_of_a_process_tree_counts_its_descendants() {
+        assert!(tree_cpu_s(u32::MAX).is_none());
+        // The outer shell only waits; the CPU is burnt by its child, which
+        // must be counted in the outer one's tree.
+        let mut c = Command::new("sh")
+            .args(["-c", "sh -c 'while :; do :; done' & wait"])
+            .process_group(0)
+            .spawn()
+            .expect("sh");
+        let start = Instant::now();
+        let mut seen = 0.0;
+        while start.elapsed() < Duration::from_secs(30) && seen < 0.05 {
+            std::thread::sleep(Duration::from_millis(100));
+            seen = tree_cpu_s(c.id()).unwrap_or(0.0);
+        }
+        let pg = nix::unistd::Pid::from_raw(c.id() as i32);
+        let _ = nix::sys::signal::killpg(pg, nix::sys::signal::Signal::SIGKILL);
+        let _ = c.wait();
+        assert!(seen >= 0.05, "{seen}");
+    }
+}
