@@ -13,9 +13,23 @@
 # time, so compare it first); then the tuned/baseline ratios of session and cpu.
 # Needs `mcplint runner setup` first.
 #
-# Measured 2026-11-30 02:20-03:05 UTC: see README ("Runner speed"); the machine is 2 cores shared
-# with six other agents and their builds and VMs (load average 15-20), so wall times are several
-# times what an idle machine gives (the prototype's idle figures: 10.9 / 11.5 / 15.6 s).
+# Measured 2026-11-30 02:24-03:04 UTC, 3 runs each, TCG (KVM here is nested PVM and refused by the
+# probe), debug build, on the 2-core machine shared with six other agents and their builds and VMs
+# (load average 15-20: wall times are several times an idle machine's; the prototype's idle figures
+# were 10.9 / 11.5 / 15.6 s to tools/list):
+#   server                          mode      wall  prepare  boot  session   cpu
+#   server-memory@2026.8.31         baseline 103.78  34.75  19.77  65.06  18.37
+#   server-memory@2026.8.31         tuned     87.96  29.77  13.69  53.34  16.22
+#   server-memory@2026.8.31         host      32.16  28.06    -     2.79   0.49
+#     tuned/baseline: session 0.82, cpu 0.88, boot 0.69
+#   server-everything@2026.8.31     baseline 101.49  23.34  15.06  61.12  19.60
+#   server-everything@2026.8.31     tuned     93.70  25.49  12.48  54.16  18.70
+#   server-everything@2026.8.31     host      27.37  23.38    -     1.13   0.53
+#     tuned/baseline: session 0.89, cpu 0.95, boot 0.83
+#   mcp-server-time==2026.10.19     baseline 155.28  39.66  12.75 102.47  39.45
+#   mcp-server-time==2026.10.19     tuned    135.21  40.91  10.31  81.47  35.68
+#   mcp-server-time==2026.10.19     host      42.09  35.24    -     4.46   1.54
+#     tuned/baseline: session 0.80, cpu 0.90, boot 0.81
 set -euo pipefail
 cd "$(dirname "$0")/.."
 RUNS="${1:-3}"
