@@ -1,28 +1,39 @@
 #!/usr/bin/env bash
 # Median wall time of `mcplint fetch` in the microVM, next to the same servers started directly on
-# the host (--no-sandbox), in the same run.
+# the host (--no-sandbox), and next to the microVM with its start-up tunings off
+# (MCPLINT_VM_BASELINE=1: no fast-boot kernel parameters, no Node flags), all in the same run.
 #
-#   bash bench/fetch.sh [RUNS]        (default 3 runs per server and mode)
+#   bash bench/fetch.sh [RUNS] [SERVER...]   (default 3 runs per server and mode, the three servers below)
 #
-# Prints, per server and mode: the median of the whole command's wall time, and the medians of
-# the parts the capture records: prepare (npm/pip download + unpack + disk image), spawn -> guest
-# /init starting the server (boot), and spawn -> tools/list answered (session).
-# Needs `mcplint runner setup` first. Run it on an otherwise idle machine for meaningful numbers.
+# The modes alternate within each round (baseline, tuned, host, baseline, tuned, host, ...) so a
+# change in the machine's load hits all of them alike. Prints, per server and mode, medians of:
+# the whole command's wall time; prepare (npm/pip download + unpack + disk image); boot (spawn ->
+# guest /init starting the server); session (spawn -> tools/list answered); cpu (CPU seconds of
+# bubblewrap + QEMU from spawn to exit: on a shared, loaded machine this moves far less than wall
+# time, so compare it first); then the tuned/baseline ratios of session and cpu.
+# Needs `mcplint runner setup` first.
 #
-# Measured 2026-11-29 23:12-23:29 UTC, 3 runs each, TCG (KVM here is nested PVM and refused by the
-# probe), debug build, on the 2-core machine shared with five other agents (load average 7-10, so
-# every figure is several times what an idle machine gives; the prototype's idle figures were
-# 10.9 / 11.5 / 15.6 s to tools/list):
-#   server                                   mode     wall   prepare  boot   session
-#   server-memory@2026.8.31                  microvm  71.49  14.42    12.90  45.37
-#   server-memory@2026.8.31                  host     19.56  16.57    -       0.93
-#   server-everything@2026.8.31              microvm  74.65  19.84    12.69  43.39
-#   server-everything@2026.8.31              host     19.50  16.89    -       0.85
-#   mcp-server-time==2026.10.19              microvm 116.40  32.50     9.91  75.31
-#   mcp-server-time==2026.10.19              host     36.74  31.75    -       3.00
+# Measured 2026-11-30 02:24-03:04 UTC, 3 runs each, TCG (KVM here is nested PVM and refused by the
+# probe), debug build, on the 2-core machine shared with six other agents and their builds and VMs
+# (load average 15-20: wall times are several times an idle machine's; the prototype's idle figures
+# were 10.9 / 11.5 / 15.6 s to tools/list):
+#   server                          mode      wall  prepare  boot  session   cpu
+#   server-memory@2026.8.31         baseline 103.78  34.75  19.77  65.06  18.37
+#   server-memory@2026.8.31         tuned     87.96  29.77  13.69  53.34  16.22
+#   server-memory@2026.8.31         host      32.16  28.06    -     2.79   0.49
+#     tuned/baseline: session 0.82, cpu 0.88, boot 0.69
+#   server-everything@2026.8.31     baseline 101.49  23.34  15.06  61.12  19.60
+#   server-everything@2026.8.31     tuned     93.70  25.49  12.48  54.16  18.70
+#   server-everything@2026.8.31     host      27.37  23.38    -     1.13   0.53
+#     tuned/baseline: session 0.89, cpu 0.95, boot 0.83
+#   mcp-server-time==2026.10.19     baseline 155.28  39.66  12.75 102.47  39.45
+#   mcp-server-time==2026.10.19     tuned    135.21  40.91  10.31  81.47  35.68
+#   mcp-server-time==2026.10.19     host      42.09  35.24    -     4.46   1.54
+#     tuned/baseline: session 0.80, cpu 0.90, boot 0.81
 set -euo pipefail
 cd "$(dirname "$0")/.."
 RUNS="${1:-3}"
+shift || true
 # mcplint's own work is negligible next to npm, pip and the VM: the debug build is enough
 # (PROFILE=release to use the release build).
 PROFILE="${PROFILE:-debug}"
@@ -30,45 +41,65 @@ if [ "$PROFILE" = release ]; then cargo build --quiet --release; else cargo buil
 BIN=./target/$PROFILE/mcplint
 OUT="$(mktemp -d)"
 trap 'rm -rf "$OUT"' EXIT
-SERVERS=(
-  "npm:@modelcontextprotocol/server-memory@2026.8.31"
-  "npm:@modelcontextprotocol/server-everything@2026.8.31"
-  "pypi:mcp-server-time==2026.10.19"
-)
-printf '%-56s %-8s %8s %8s %8s %8s %8s\n' server mode wall prepare boot session accel
-for src in "${SERVERS[@]}"; do
-  for mode in microvm host; do
-    flags=()
-    [ "$mode" = host ] && flags=(--no-sandbox)
-    for i in $(seq 1 "$RUNS"); do
+SERVERS=("$@")
+if [ ${#SERVERS[@]} -eq 0 ]; then
+  SERVERS=(
+    "npm:@modelcontextprotocol/server-memory@2026.8.31"
+    "npm:@modelcontextprotocol/server-everything@2026.8.31"
+    "pypi:mcp-server-time==2026.10.19"
+  )
+fi
+MODES=(baseline tuned host)
+for s in "${!SERVERS[@]}"; do
+  src="${SERVERS[$s]}"
+  for i in $(seq 1 "$RUNS"); do
+    for mode in "${MODES[@]}"; do
+      flags=()
+      envs=()
+      case "$mode" in
+        host) flags=(--no-sandbox) ;;
+        baseline) envs=(MCPLINT_VM_BASELINE=1) ;;
+        tuned) envs=(MCPLINT_VM_BASELINE=0) ;;
+      esac
+      f="$OUT/$s-$mode-$i"
       start=$(date +%s.%N)
-      if ! "$BIN" fetch "${flags[@]}" "$src" -o "$OUT/$mode-$i.json" 2>"$OUT/$mode-$i.err"; then
-        echo "FAILED: $src ($mode):" >&2; tail -5 "$OUT/$mode-$i.err" >&2; continue
+      if ! env "${envs[@]}" "$BIN" fetch "${flags[@]}" "$src" -o "$f.json" 2>"$f.err"; then
+        echo "FAILED: $src ($mode):" >&2; tail -5 "$f.err" >&2; continue
       fi
       end=$(date +%s.%N)
-      echo "$start $end" > "$OUT/$mode-$i.time"
+      echo "$start $end" > "$f.time"
     done
-    python3 - "$OUT" "$mode" "$RUNS" "$src" <<'PY'
-import json, statistics, sys, os
-out, mode, runs, src = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
-wall, prep, boot, sess, accel = [], [], [], [], set()
-for i in range(1, runs + 1):
-    t = os.path.join(out, f"{mode}-{i}.time")
-    if not os.path.exists(t):
-        continue
-    a, b = map(float, open(t).read().split())
-    wall.append(b - a)
-    c = json.load(open(os.path.join(out, f"{mode}-{i}.json")))["capture"]
-    tm = c["timings"]
-    prep.append(tm.get("prepare_s", 0.0))
-    if "boot_s" in tm:
-        boot.append(tm["boot_s"])
-    # spawn -> tools/list answered = handshake + tools/list.
-    sess.append(tm["handshake_s"] + tm.get("tools/list_s", 0.0))
-    accel.add(c["sandbox"].get("accelerator") or "-")
-    os.remove(t)
-med = lambda v: f"{statistics.median(v):8.2f}" if v else "       -"
-print(f"{src:<56} {mode:<8} {med(wall)} {med(prep)} {med(boot)} {med(sess)} {','.join(sorted(accel)):>8}  (n={len(wall)})")
-PY
   done
 done
+python3 - "$OUT" "$RUNS" "${SERVERS[@]}" <<'PY'
+import json, statistics, sys, os
+out, runs, servers = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
+print(f"{'server':<52} {'mode':<8} {'wall':>7} {'prepare':>7} {'boot':>7} {'session':>7} {'cpu':>7}  accel  n")
+med = lambda v: statistics.median(v) if v else None
+fmt = lambda x: f"{x:7.2f}" if x is not None else "      -"
+for s, src in enumerate(servers):
+    rows = {}
+    for mode in ("baseline", "tuned", "host"):
+        wall, prep, boot, sess, cpu, accel = [], [], [], [], [], set()
+        for i in range(1, runs + 1):
+            f = os.path.join(out, f"{s}-{mode}-{i}")
+            if not os.path.exists(f + ".time"):
+                continue
+            a, b = map(float, open(f + ".time").read().split())
+            wall.append(b - a)
+            c = json.load(open(f + ".json"))["capture"]
+            tm = c["timings"]
+            prep.append(tm.get("prepare_s", 0.0))
+            if "boot_s" in tm:
+                boot.append(tm["boot_s"])
+            # spawn -> tools/list answered = handshake + tools/list.
+            sess.append(tm["handshake_s"] + tm.get("tools/list_s", 0.0))
+            if "sandbox_cpu_s" in tm:
+                cpu.append(tm["sandbox_cpu_s"])
+            accel.add(c["sandbox"].get("accelerator") or "-")
+        rows[mode] = (med(wall), med(prep), med(boot), med(sess), med(cpu))
+        print(f"{src:<52} {mode:<8} {fmt(rows[mode][0])} {fmt(rows[mode][1])} {fmt(rows[mode][2])} {fmt(rows[mode][3])} {fmt(rows[mode][4])}  {','.join(sorted(accel)):>5}  {len(wall)}")
+    b, t = rows["baseline"], rows["tuned"]
+    ratio = lambda k: f"{t[k] / b[k]:.2f}" if t[k] and b[k] else "-"
+    print(f"{'':<52} tuned/baseline: session {ratio(3)}, cpu {ratio(4)}, boot {ratio(2)}")
+PY

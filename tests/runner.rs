@@ -1021,6 +1021,22 @@ fn microvm_hostile_battery_and_real_servers() {
         .unwrap_or("")
         .starts_with("sha256:"));
     assert!(cap["timings"]["boot_s"].as_f64().is_some(), "{cap}");
+    // The start-up tunings are on by default and recorded, and the VM's CPU
+    // time is measured (QEMU inside bubblewrap, seconds of emulation).
+    let tunings = cap["sandbox"]["tunings"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    assert!(
+        tunings.contains(&Value::from("kernel-cmdline-fast-boot")),
+        "{cap}"
+    );
+    assert!(
+        cap["timings"]["sandbox_cpu_s"]
+            .as_f64()
+            .is_some_and(|s| s > 0.1),
+        "{cap}"
+    );
     assert!(cap["integrity"]
         .as_str()
         .unwrap_or("")

@@ -46,6 +46,14 @@ pub struct Provenance {
     pub prepare_s: Option<f64>,
     /// Seconds from spawn to the end of the session.
     pub wall_s: Option<f64>,
+    /// CPU seconds the sandbox's processes used (bubblewrap and QEMU, for a
+    /// VM) from spawn to the end of the session: far less sensitive to other
+    /// load on the machine than wall time, so it is what to compare between
+    /// runs on a busy host.
+    pub sandbox_cpu_s: Option<f64>,
+    /// Start-up tunings that applied (e.g. `kernel-cmdline-fast-boot`,
+    /// `node-compile-cache:used`), so a capture says how it was obtained.
+    pub tunings: Vec<String>,
     /// The tail of the server's stderr (and the guest console).
     pub stderr_tail: String,
     /// Notes: anything a reader should know (e.g. unpinned source).
@@ -114,6 +122,9 @@ pub fn build(m: &Manifest, p: &Provenance) -> Value {
     if let Some(s) = p.wall_s {
         timings.insert("wall_s".into(), round(s));
     }
+    if let Some(s) = p.sandbox_cpu_s {
+        timings.insert("sandbox_cpu_s".into(), round(s));
+    }
     let skipped: Vec<Value> = m
         .skipped
         .iter()
@@ -141,6 +152,7 @@ pub fn build(m: &Manifest, p: &Provenance) -> Value {
             "backend": p.backend,
             "accelerator": p.accelerator,
             "guest_image": p.image_hash,
+            "tunings": p.tunings,
         },
         "timings": timings,
         "skipped_lists": skipped,

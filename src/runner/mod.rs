@@ -275,6 +275,13 @@ pub fn fetch(target: &Target, opts: &FetchOptions) -> Result<Value, RunnerError>
                         RunnerError::NoVm("no guest image: run `mcplint runner setup` first".into())
                     })?;
                     let mut argv = prepared.argv(APP_DIR, "/usr/bin/node", "/usr/bin/python3");
+                    if matches!(prepared.runtime, source::Runtime::Node) {
+                        let flags = vm::node_flags();
+                        argv.splice(1..1, flags.iter().map(|f| (*f).to_owned()));
+                        if !flags.is_empty() {
+                            prov.tunings.push("node-preserve-symlinks".into());
+                        }
+                    }
                     argv.extend(opts.server_args.iter().cloned());
                     write_guest_launcher(&prepared, &argv, &opts.env)?;
                     let disk = work.path.join("app.ext4");
@@ -283,6 +290,9 @@ pub fn fetch(target: &Target, opts: &FetchOptions) -> Result<Value, RunnerError>
                     prov.notes.extend(notes);
                     prov.backend = backend.name().into();
                     prov.accelerator = Some(backend.accel().name().into());
+                    if matches!(backend, firecracker::Backend::Qemu(_)) {
+                        prov.tunings.extend(vm::tunings());
+                    }
                     prov.image_hash = Some(image.id());
                     prov.argv = argv;
                     match backend {
@@ -647,6 +657,7 @@ fn session(
     let pipe = LinePipe::new(io.0, io.1, opts.client.max_bytes, opts.client.max_line);
     let mut client = Client::new(pipe, opts.client.clone());
     let result = client.fetch();
+    prov.sandbox_cpu_s = tree_cpu_s(run.id());
     // Closing stdin asks the server (and so the guest) to end.
     drop(client.into_transport());
     let fired = watchdog.stop();
@@ -673,6 +684,45 @@ fn session(
             stderr_tail: prov.stderr_tail.clone(),
         }),
     }
+}
+
+/// User + system CPU seconds used so far by `root` and all its descendants
+/// (bubblewrap, QEMU and QEMU's threads), from `/proc`. Read at the end of the
+/// session, while they still run: a reaped QEMU inside bubblewrap's PID
+/// namespace is not reliably accounted to us, and the grace period may end
+/// in a kill.
+fn tree_cpu_s(root: u32) -> Option<f64> {
+    let mut parent = Vec::new();
+    let mut ticks = std::collections::HashMap::new();
+    for e in std::fs::read_dir("/proc").ok()?.filter_map(Result::ok) {
+        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(e.path().join("stat")) else {
+            continue;
+        };
+        // Fields after the command name (which may hold spaces and parens).
+        let Some((_, rest)) = stat.rsplit_once(')') else {
+            continue;
+        };
+        let f: Vec<&str> = rest.split_whitespace().collect();
+        let num = |i: usize| f.get(i).and_then(|v| v.parse::<u64>().ok());
+        // rest[1] = ppid, rest[11] = utime, rest[12] = stime (proc(5) fields 4, 14, 15).
+        if let (Some(ppid), Some(u), Some(s)) = (num(1), num(11), num(12)) {
+            parent.push((pid, ppid as u32));
+            ticks.insert(pid, u + s);
+        }
+    }
+    let mut tree = vec![root];
+    let mut i = 0;
+    while i < tree.len() {
+        let p = tree[i];
+        tree.extend(parent.iter().filter(|(_, pp)| *pp == p).map(|(c, _)| *c));
+        i += 1;
+    }
+    let total: u64 = tree.iter().filter_map(|p| ticks.get(p)).sum();
+    // /proc reports in USER_HZ, which is 100 on every Linux ABI mcplint runs on.
+    ticks.contains_key(&root).then(|| total as f64 / 100.0)
 }
 
 /// Kills a process group when its time is up.
@@ -743,5 +793,29 @@ mod tests {
             .expect("meta")
             .file_type()
             .is_symlink());
+    }
+
+    use std::os::unix::process::CommandExt;
+
+    #[test]
+    fn cpu_of_a_process_tree_counts_its_descendants() {
+        assert!(tree_cpu_s(u32::MAX).is_none());
+        // The outer shell only waits; the CPU is burnt by its child, which
+        // must be counted in the outer one's tree.
+        let mut c = Command::new("sh")
+            .args(["-c", "sh -c 'while :; do :; done' & wait"])
+            .process_group(0)
+            .spawn()
+            .expect("sh");
+        let start = Instant::now();
+        let mut seen = 0.0;
+        while start.elapsed() < Duration::from_secs(30) && seen < 0.05 {
+            std::thread::sleep(Duration::from_millis(100));
+            seen = tree_cpu_s(c.id()).unwrap_or(0.0);
+        }
+        let pg = nix::unistd::Pid::from_raw(c.id() as i32);
+        let _ = nix::sys::signal::killpg(pg, nix::sys::signal::Signal::SIGKILL);
+        let _ = c.wait();
+        assert!(seen >= 0.05, "{seen}");
     }
 }
