@@ -105,6 +105,7 @@ fn every_rule_is_covered_by_a_test() {
         "cross-server-reference",
         "cross-server-tool-name",
         "lethal-trifecta",
+        "look-alike-tool",
         "token-budget",
         "unmatched-ignore",
     ];
@@ -216,6 +217,54 @@ fn cross_server_rules_need_one_agent() {
         .filter(|f| f.rule == "lethal-trifecta")
         .collect();
     assert_eq!(tri.len(), 1, "read_file + fetch_url + send_email: {tri:#?}");
+}
+
+#[test]
+fn look_alike_tools_are_graded_and_need_one_agent() {
+    let a = "tests/fixtures/rules/look-alike/trusted.json";
+    let b = "tests/fixtures/rules/look-alike/lookalike.json";
+    let (apart, _) = check(&[a, b], false);
+    assert!(!apart.iter().any(|f| f.rule == "look-alike-tool"));
+    let (together, _) = check(&[a, b], true);
+    let found: Vec<_> = together
+        .iter()
+        .filter(|f| f.rule == "look-alike-tool")
+        .collect();
+    // (trusted tool, look-alike, severity). Every other pair must stay quiet:
+    // `fetches` (one-word name, unrelated description), `list_items` (a word
+    // off by more than a typo), `set_weather` (get/set), `translate_text`,
+    // and `read_file` (identical: cross-server-tool-name's).
+    let expected = [
+        ("send_email", "sendEmail", Severity::Medium),
+        ("send_email", "send_emial", Severity::Medium),
+        ("send_email", "email_send", Severity::Medium),
+        ("search", "searches", Severity::Medium),
+        ("create_calendar_event", "calendar_event_create", Severity::Low),
+        ("get_weather", "city_climate_now", Severity::Low),
+    ];
+    for (t, o, sev) in expected {
+        let hit = found.iter().find(|f| {
+            f.message.contains(&format!("`{t}`")) && f.message.contains(&format!("`{o}`"))
+        });
+        let hit = hit.unwrap_or_else(|| panic!("{t} / {o} not flagged: {found:#?}"));
+        assert_eq!(hit.severity, sev, "{t} / {o}: {}", hit.message);
+        assert!(
+            hit.notes.iter().any(|n| n.contains("look-alike/")),
+            "a note points at the other server's tool: {:?}",
+            hit.notes
+        );
+    }
+    assert_eq!(
+        found.len(),
+        expected.len(),
+        "unexpected look-alike findings: {:#?}",
+        found.iter().map(|f| &f.message).collect::<Vec<_>>()
+    );
+    let clash: Vec<_> = together
+        .iter()
+        .filter(|f| f.rule == "cross-server-tool-name")
+        .collect();
+    assert_eq!(clash.len(), 1, "read_file clashes exactly: {clash:#?}");
 }
 
 #[test]
