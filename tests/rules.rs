@@ -239,7 +239,11 @@ fn look_alike_tools_are_graded_and_need_one_agent() {
         ("send_email", "send_emial", Severity::Medium),
         ("send_email", "email_send", Severity::Medium),
         ("search", "searches", Severity::Medium),
-        ("create_calendar_event", "calendar_event_create", Severity::Low),
+        (
+            "create_calendar_event",
+            "calendar_event_create",
+            Severity::Low,
+        ),
         ("get_weather", "city_climate_now", Severity::Low),
     ];
     for (t, o, sev) in expected {
@@ -296,8 +300,7 @@ fn text_rules_run_on_decoded_base64_and_hex() {
         .expect("json")
         .replace('\u{e9}', "\\u00e9");
     std::fs::write(&path, &text).expect("write");
-    let loaded =
-        load_all(&[path.display().to_string()], &LoadOptions::default()).expect("loads");
+    let loaded = load_all(&[path.display().to_string()], &LoadOptions::default()).expect("loads");
     let found = engine().check(&loaded, false);
     let at = |needle: &str| {
         let s = text.find(needle).expect("blob in file");
@@ -311,22 +314,37 @@ fn text_rules_run_on_decoded_base64_and_hex() {
             .unwrap_or_else(|| {
                 panic!(
                     "{rule} on {tool} at {s}: {:#?}",
-                    found.iter().map(|f| (&f.rule, &f.message, f.span)).collect::<Vec<_>>()
+                    found
+                        .iter()
+                        .map(|f| (&f.rule, &f.message, f.span))
+                        .collect::<Vec<_>>()
                 )
             });
-        assert_eq!((f.span.start, f.span.end), (s, e), "{rule}: the blob's exact bytes");
+        assert_eq!(
+            (f.span.start, f.span.end),
+            (s, e),
+            "{rule}: the blob's exact bytes"
+        );
         assert!(
             f.message.ends_with(&format!("(found in decoded {how})")),
             "{}",
             f.message
         );
-        assert!(f.notes.iter().any(|n| n.starts_with(&format!("decoded {how}: "))));
+        assert!(f
+            .notes
+            .iter()
+            .any(|n| n.starts_with(&format!("decoded {how}: "))));
         assert!(f.severity >= Severity::Medium, "{rule}: {:?}", f.severity);
     };
     expect("secret-file-read-request", "sum", &secret, "base64");
     expect("concealment-instruction", "sum", &secret, "base64");
     expect("shell-command-injection", "sum", &shell, "hex");
-    expect("ignore-previous-instructions", "fmt", &twice, "base64 inside base64");
+    expect(
+        "ignore-previous-instructions",
+        "fmt",
+        &twice,
+        "base64 inside base64",
+    );
     expect("secret-file-reference", "key", &bare, "base64");
     // Combined signals see the decoded findings too.
     assert!(found
@@ -545,6 +563,11 @@ fn broken_user_rule_files_get_spans() {
         .err()
         .expect("unknown key");
     assert!(err.to_string().contains("typo.toml"));
+    let rendered = format!("{:?}", miette::Report::new(err));
+    assert!(
+        rendered.contains("sumary = \"s\""),
+        "the span shows the unknown key: {rendered}"
+    );
 }
 
 #[test]
@@ -567,6 +590,77 @@ fn user_rules_extend_the_set() {
     // applies_to limits it to the tool description, not the parameter's.
     assert_eq!(f.len(), 1);
     assert_eq!(f[0].pointer, "/tools/0/description");
+}
+
+#[test]
+fn mcplint_toml_names_rule_directories_relative_to_itself() {
+    use std::process::Command;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let proj = dir.path().join("proj");
+    std::fs::create_dir_all(proj.join("policy")).expect("mkdir");
+    std::fs::write(
+        proj.join("policy/acme.toml"),
+        "id = \"acme-codename\"\nsummary = \"s\"\nseverity = \"high\"\nmessage = \"mentions the codename\"\npatterns = ['\\bbluebird\\b']\n[docs]\nwhat = \"w\"\nwhy = \"y\"\nexample = \"e\"\nremedy = \"r\"\n",
+    )
+    .expect("write rule");
+    std::fs::write(proj.join("mcplint.toml"), "rules-dirs = [\"policy\"]\n").expect("write");
+    std::fs::write(
+        proj.join("t.json"),
+        r#"{"tools":[{"name":"a","description":"Project Bluebird.","inputSchema":{"type":"object"}}]}"#,
+    )
+    .expect("write");
+    let run = |cwd: &Path, args: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_mcplint"))
+            .current_dir(cwd)
+            .env("NO_COLOR", "1")
+            .args(["check", "--format", "json", "--fail-on", "high"])
+            .args(args)
+            .output()
+            .expect("runs");
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    // From the parent folder: `policy` is found next to the config, not in the cwd.
+    let (code, out, err) = run(
+        dir.path(),
+        &["--config", "proj/mcplint.toml", "proj/t.json"],
+    );
+    assert_eq!(code, Some(1), "{err}");
+    assert!(out.contains("\"acme-codename\""), "{out}");
+    // Found by itself in the working directory.
+    let (code, out, err) = run(&proj, &["t.json"]);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(out.contains("\"acme-codename\""), "{out}");
+
+    // A directory that does not exist: an error pointing at the entry.
+    let missing = "rules-dirs = [\"policy\", \"polcy\"]\n";
+    std::fs::write(proj.join("mcplint.toml"), missing).expect("write");
+    let (code, _, err) = run(&proj, &["t.json"]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("polcy"), "{err}");
+    let e = Config::parse(&proj.join("mcplint.toml"), missing.into()).expect_err("missing dir");
+    assert!(e.to_string().contains("`polcy`"), "{e}");
+    assert!(e.to_string().contains("is not a readable directory"), "{e}");
+    let rendered = format!("{:?}", miette::Report::new(e));
+    assert!(rendered.contains(missing.trim_end()), "{rendered}");
+
+    // A broken rule file in a configured directory: an error with a span into it.
+    std::fs::write(proj.join("mcplint.toml"), "rules-dirs = [\"policy\"]\n").expect("write");
+    std::fs::write(
+        proj.join("policy/broken.toml"),
+        "id = \"acme-broken\"\nsummary = \"s\"\nseverity = \"loud\"\nmessage = \"m\"\npatterns = ['x']\n[docs]\nwhat = \"w\"\nwhy = \"y\"\nexample = \"e\"\nremedy = \"r\"\n",
+    )
+    .expect("write");
+    let (code, _, err) = run(&proj, &["t.json"]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("broken.toml"), "{err}");
+    assert!(
+        err.contains("severity = \"loud\""),
+        "the span shows the line: {err}"
+    );
 }
 
 // ---- output snapshots ----

@@ -189,7 +189,8 @@ impl Sink {
             label.into(),
         );
         if let Some(w) = within {
-            f.message.push_str(&format!(" (found in decoded {})", w.decoded.how));
+            f.message
+                .push_str(&format!(" (found in decoded {})", w.decoded.how));
             f.notes.push(format!(
                 "decoded {}: {}",
                 w.decoded.how,

@@ -50,12 +50,74 @@ pub const DESC_MIN_SHARED: usize = 5;
 
 /// Words too common in tool descriptions to say anything about a function.
 const STOP: &[&str] = &[
-    "the", "and", "for", "with", "from", "that", "this", "are", "was", "were", "will", "can",
-    "you", "your", "use", "used", "using", "into", "over", "all", "any", "not", "but", "its",
-    "has", "have", "had", "each", "which", "when", "where", "what", "who", "how", "also", "may",
-    "one", "more", "than", "then", "them", "they", "their", "there", "these", "those", "such",
-    "only", "other", "some", "most", "via", "per", "about", "been", "being", "both", "out", "our",
-    "tool", "returns", "return", "given", "specified", "optional", "default", "should", "must",
+    "the",
+    "and",
+    "for",
+    "with",
+    "from",
+    "that",
+    "this",
+    "are",
+    "was",
+    "were",
+    "will",
+    "can",
+    "you",
+    "your",
+    "use",
+    "used",
+    "using",
+    "into",
+    "over",
+    "all",
+    "any",
+    "not",
+    "but",
+    "its",
+    "has",
+    "have",
+    "had",
+    "each",
+    "which",
+    "when",
+    "where",
+    "what",
+    "who",
+    "how",
+    "also",
+    "may",
+    "one",
+    "more",
+    "than",
+    "then",
+    "them",
+    "they",
+    "their",
+    "there",
+    "these",
+    "those",
+    "such",
+    "only",
+    "other",
+    "some",
+    "most",
+    "via",
+    "per",
+    "about",
+    "been",
+    "being",
+    "both",
+    "out",
+    "our",
+    "tool",
+    "returns",
+    "return",
+    "given",
+    "specified",
+    "optional",
+    "default",
+    "should",
+    "must",
 ];
 
 /// Splits a name into lowercase words at `_`, `-`, `.`, spaces, digits
@@ -283,8 +345,8 @@ fn jaccard(a: &BTreeSet<String>, b: &BTreeSet<String>) -> (f64, usize) {
 fn grade(a: &Facts, b: &Facts) -> Option<(Severity, String)> {
     let near = names_near(a, b);
     let (j, shared) = jaccard(&a.tokens, &b.tokens);
-    let params_agree = (a.params.is_empty() && b.params.is_empty())
-        || jaccard(&a.params, &b.params).0 >= 0.5;
+    let params_agree =
+        (a.params.is_empty() && b.params.is_empty()) || jaccard(&a.params, &b.params).0 >= 0.5;
     let overlap = j >= DESC_JACCARD && shared >= DESC_MIN_SHARED && params_agree;
     let agree = j >= DESC_AGREE && shared >= 2;
     let one_word = a.stems.len() == 1 && b.stems.len() == 1;
