@@ -80,7 +80,7 @@ pub fn decode_base64(s: &str) -> Option<Vec<u8>> {
 
 /// Decodes an even number of hex digits.
 pub fn decode_hex(s: &str) -> Option<Vec<u8>> {
-    if !s.len().is_multiple_of(2) || !s.is_ascii() {
+    if s.len() % 2 != 0 || !s.is_ascii() {
         return None;
     }
     (0..s.len())
