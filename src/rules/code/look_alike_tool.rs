@@ -21,7 +21,7 @@
 //!
 //! Names equal up to case and `-`/`_` are `cross-server-tool-name`'s.
 
-use std::collections::BTreeSet;
+use std::collections::HashMap;
 
 use super::code_rule;
 use crate::finding::{Severity, Subject};
@@ -292,17 +292,26 @@ struct Facts {
     joined: String,
     /// Exact-clash key (as `cross-server-tool-name` compares).
     key: String,
-    /// Description words and parameter-name words, stemmed.
-    tokens: BTreeSet<String>,
-    /// Parameter-name words, stemmed.
-    params: BTreeSet<String>,
+    /// Description words and parameter-name words, stemmed, as interned ids
+    /// (sorted, unique) so that comparing two tools is a merge of integers.
+    tokens: Vec<u32>,
+    /// Parameter-name words, stemmed, interned (sorted, unique).
+    params: Vec<u32>,
 }
 
-fn facts(scope: &Scope<'_>, tool: &Tool) -> Facts {
+/// Word → id, shared by all the tools of one agent.
+type Interner = HashMap<String, u32>;
+
+fn intern(ids: &mut Interner, w: String) -> u32 {
+    let next = ids.len() as u32;
+    *ids.entry(w).or_insert(next)
+}
+
+fn facts(scope: &Scope<'_>, tool: &Tool, ids: &mut Interner) -> Facts {
     let words = name_words(&tool.name);
     let mut stems: Vec<String> = words.iter().map(|w| stem(w)).collect();
     stems.sort();
-    let mut tokens = BTreeSet::new();
+    let mut tokens = Vec::new();
     if let Some(text) = tool.description.and_then(|d| scope.doc.str(d)) {
         for w in text
             .split(|c: char| !c.is_alphanumeric())
@@ -310,19 +319,23 @@ fn facts(scope: &Scope<'_>, tool: &Tool) -> Facts {
         {
             let w = w.to_lowercase();
             if !STOP.contains(&w.as_str()) {
-                tokens.insert(stem(&w));
+                tokens.push(intern(ids, stem(&w)));
             }
         }
     }
-    let mut params = BTreeSet::new();
+    let mut params = Vec::new();
     for p in tool.params(scope.doc) {
         if let Some(k) = scope.doc.str(p.key) {
             for w in name_words(&k) {
-                params.insert(stem(&w));
+                params.push(intern(ids, stem(&w)));
             }
         }
     }
-    tokens.extend(params.iter().cloned());
+    params.sort_unstable();
+    params.dedup();
+    tokens.extend_from_slice(&params);
+    tokens.sort_unstable();
+    tokens.dedup();
     Facts {
         stems,
         joined: words.concat(),
@@ -332,8 +345,20 @@ fn facts(scope: &Scope<'_>, tool: &Tool) -> Facts {
     }
 }
 
-fn jaccard(a: &BTreeSet<String>, b: &BTreeSet<String>) -> (f64, usize) {
-    let shared = a.intersection(b).count();
+/// Jaccard index of two sorted, unique id lists, and the number shared.
+fn jaccard(a: &[u32], b: &[u32]) -> (f64, usize) {
+    let (mut i, mut j, mut shared) = (0, 0, 0);
+    while i < a.len() && j < b.len() {
+        match a[i].cmp(&b[j]) {
+            std::cmp::Ordering::Less => i += 1,
+            std::cmp::Ordering::Greater => j += 1,
+            std::cmp::Ordering::Equal => {
+                shared += 1;
+                i += 1;
+                j += 1;
+            }
+        }
+    }
     let union = a.len() + b.len() - shared;
     if union == 0 {
         return (0.0, 0);
@@ -344,6 +369,15 @@ fn jaccard(a: &BTreeSet<String>, b: &BTreeSet<String>) -> (f64, usize) {
 /// The severity and the reason for a pair, or `None` if they do not look alike.
 fn grade(a: &Facts, b: &Facts) -> Option<(Severity, String)> {
     let near = names_near(a, b);
+    // Most pairs: names apart and word sets too different in size to overlap
+    // (Jaccard is at most the smaller set over the larger).
+    let (small, large) = (
+        a.tokens.len().min(b.tokens.len()),
+        a.tokens.len().max(b.tokens.len()),
+    );
+    if near.is_none() && (small < DESC_MIN_SHARED || (small as f64) < DESC_JACCARD * large as f64) {
+        return None;
+    }
     let (j, shared) = jaccard(&a.tokens, &b.tokens);
     let params_agree =
         (a.params.is_empty() && b.params.is_empty()) || jaccard(&a.params, &b.params).0 >= 0.5;
@@ -375,9 +409,16 @@ impl Rule for LookAlikeTool {
     }
 
     fn check_agent(&self, servers: &[Scope<'_>], out: &mut Sink) {
+        let mut ids = Interner::new();
         let all: Vec<Vec<Facts>> = servers
             .iter()
-            .map(|s| s.server.tools.iter().map(|t| facts(s, t)).collect())
+            .map(|s| {
+                s.server
+                    .tools
+                    .iter()
+                    .map(|t| facts(s, t, &mut ids))
+                    .collect()
+            })
             .collect();
         for (i, a) in servers.iter().enumerate() {
             for (k, b) in servers[..i].iter().enumerate() {
