@@ -4,7 +4,8 @@
 Recall: poisoned entries whose payload is in tools/list (payload_in_tools_list
 = true); an entry counts as caught when one of its tools gets a medium or high
 finding. Each entry's `tools` is checked as one tools list. Benign rate: share
-of the real servers' tools with a medium or high finding.
+of the real servers' tools with a medium or high finding. Then the cross-server
+rules' findings when all real servers are checked together as one agent.
 
 Usage: scripts/measure-rules.py [--bin target/debug/mcplint] [--datasets ../shared/datasets]
        [--out docs/quality.md] [--rules DIR --no-builtin-rules] [--verbose]
@@ -20,6 +21,7 @@ import sys
 import tempfile
 
 BAD = {"medium", "high"}
+CROSS = ["cross-server-tool-name", "cross-server-reference", "look-alike-tool", "lethal-trifecta"]
 
 
 def run(bin_, paths, extra):
@@ -126,6 +128,20 @@ def main():
     lines += ["", "| rule | benign tools flagged |", "|---|---:|"]
     for r, k in rules_hit.most_common():
         lines.append(f"| {r} | {k} |")
+
+    # Cross-server rules only run on servers of one agent: all 56 benign
+    # servers as one (unrealistically large) agent is their worst case.
+    together = run(a.bin, bfiles, extra + ["--together"])
+    cross = collections.Counter()
+    for fd in together:
+        if fd["rule"] in CROSS:
+            cross[(fd["rule"], fd["severity"])] += 1
+    lines += ["", "## Cross-server rules on the 56 real servers checked together", "",
+              "`mcplint check --together` over all of them, as if one agent used every server: an",
+              "unrealistically large agent, so this is the cross-server rules' worst case.", "",
+              "| rule | high | medium | low | info |", "|---|---:|---:|---:|---:|"]
+    for r in CROSS:
+        lines.append("| " + r + " | " + " | ".join(str(cross[(r, sev)]) for sev in ("high", "medium", "low", "info")) + " |")
     text = "\n".join(lines) + "\n"
     print(text)
     if a.out:

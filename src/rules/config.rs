@@ -43,7 +43,7 @@ pub struct ConfigError {
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 struct File {
     #[serde(default)]
-    rules_dirs: Vec<String>,
+    rules_dirs: Vec<toml::Spanned<String>>,
     #[serde(default)]
     rules: BTreeMap<String, RuleCfg>,
     // The same mcplint.toml names the project's servers and where approvals
@@ -127,9 +127,28 @@ impl Config {
             span: e.span().map(|r| (r.start, r.end - r.start).into()),
         })?;
         let base = path.parent().unwrap_or(Path::new("."));
+        let mut rules_dirs = Vec::new();
+        for d in &f.rules_dirs {
+            // Relative to this file, not to the working directory, so the
+            // same config works from anywhere in the project.
+            let dir = base.join(d.get_ref());
+            if !dir.is_dir() {
+                let span = d.span();
+                return Err(ConfigError {
+                    message: format!(
+                        "{shown}: rules directory `{}` (resolved against the config file's folder to {}) is not a readable directory",
+                        d.get_ref(),
+                        dir.display()
+                    ),
+                    src: NamedSource::new(&shown, text.clone()),
+                    span: Some((span.start, span.end - span.start).into()),
+                });
+            }
+            rules_dirs.push(dir);
+        }
         let mut c = Config {
             path: Some(path.to_path_buf()),
-            rules_dirs: f.rules_dirs.iter().map(|d| base.join(d)).collect(),
+            rules_dirs,
             ..Config::default()
         };
         for (id, r) in f.rules {

@@ -134,6 +134,8 @@ pub struct Sink {
     /// Line index of the document being checked (by its text's address), so
     /// line/column lookups do not rescan large files for every finding.
     lines: Option<(usize, LineIndex)>,
+    /// Set while the engine checks text decoded from a blob of a field.
+    within: Option<crate::rules::decoded::Within>,
 }
 
 impl Sink {
@@ -154,6 +156,12 @@ impl Sink {
         label: impl Into<String>,
     ) -> &mut Finding {
         let doc = scope.doc;
+        // Text decoded from a blob: the finding is on the blob's bytes.
+        let within = self.within.as_ref().filter(|w| w.node == node).cloned();
+        let decoded = match &within {
+            Some(w) => Some((w.decoded.start, w.decoded.end)),
+            None => decoded,
+        };
         let span = match decoded {
             Some((s, e)) if doc.kind(node) == Kind::String => doc.raw_span_of_decoded(node, s..e),
             _ => doc.span(node),
@@ -168,7 +176,7 @@ impl Sink {
             Some((_, idx)) => idx.line_col(text, span.start),
             None => doc.line_col(span.start),
         };
-        self.push(
+        let f = self.push(
             meta,
             scope.loaded.display_path(),
             Some(scope.server.name.clone()),
@@ -179,7 +187,17 @@ impl Sink {
             line_col,
             message.into(),
             label.into(),
-        )
+        );
+        if let Some(w) = within {
+            f.message
+                .push_str(&format!(" (found in decoded {})", w.decoded.how));
+            f.notes.push(format!(
+                "decoded {}: {}",
+                w.decoded.how,
+                crate::display::visible_short(&w.decoded.text, 200)
+            ));
+        }
+        f
     }
 
     /// Reports a finding at an explicit place (for files without a JSON document).
@@ -559,8 +577,34 @@ impl Engine {
         }
     }
 
-    /// Runs the text rules (declarative and code) over one field.
+    /// Runs the text rules (declarative and code) over one field, then over
+    /// the text decoded from its base64 and hex blobs
+    /// ([`crate::rules::decoded`]), reported at the blob's bytes.
     fn check_field(
+        &self,
+        scope: &Scope<'_>,
+        field: &Field<'_>,
+        tool: Option<&str>,
+        sink: &mut Sink,
+    ) {
+        self.check_text_rules(scope, field, tool, sink);
+        for d in crate::rules::decoded::nested(&field.text) {
+            let inner = Field {
+                node: field.node,
+                path: field.path.clone(),
+                text: Cow::Owned(d.text.clone()),
+                is_key: false,
+            };
+            sink.within = Some(crate::rules::decoded::Within {
+                node: field.node,
+                decoded: d,
+            });
+            self.check_text_rules(scope, &inner, tool, sink);
+            sink.within = None;
+        }
+    }
+
+    fn check_text_rules(
         &self,
         scope: &Scope<'_>,
         field: &Field<'_>,

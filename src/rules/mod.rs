@@ -3,6 +3,7 @@
 
 pub mod code;
 pub mod config;
+pub mod decoded;
 pub mod engine;
 pub mod normalize;
 pub mod pattern;

@@ -14,6 +14,7 @@ mod html_comment;
 mod instruction_with_payload;
 mod invisible_unicode;
 mod lethal_trifecta;
+mod look_alike_tool;
 mod missing_description;
 mod required_undefined;
 mod token_budget;
@@ -40,6 +41,7 @@ pub fn all() -> Vec<Box<dyn Rule>> {
         Box::new(instruction_with_payload::InstructionWithPayload::new()),
         Box::new(invisible_unicode::InvisibleUnicode::new()),
         Box::new(lethal_trifecta::LethalTrifecta::new()),
+        Box::new(look_alike_tool::LookAlikeTool::new()),
         Box::new(missing_description::MissingDescription::new()),
         Box::new(required_undefined::RequiredUndefined::new()),
         Box::new(token_budget::TokenBudget::new()),
