@@ -131,9 +131,52 @@ pub struct Sink {
     /// Findings so far.
     pub findings: Vec<Finding>,
     subject: Option<(Subject, Option<String>)>,
-    /// Line index of the document being checked (by its text's address), so
-    /// line/column lookups do not rescan large files for every finding.
-    lines: Option<(usize, LineIndex)>,
+    /// Line/column lookups in the document being checked (by its text's
+    /// address), so findings do not rescan large files.
+    lines: Option<(usize, Lines)>,
+}
+
+/// Line/column lookups in one text. Findings mostly come in document order,
+/// so a cursor moves forward counting line breaks, and only the bytes up to
+/// the last finding are ever read; the first lookup behind the cursor builds
+/// a full [`LineIndex`] for the rest.
+#[derive(Debug, Default)]
+struct Lines {
+    /// Byte offset, its 1-based line, and the offset where that line starts.
+    cursor: (usize, usize, usize),
+    index: Option<LineIndex>,
+}
+
+impl Lines {
+    fn new() -> Self {
+        Lines {
+            cursor: (0, 1, 0),
+            index: None,
+        }
+    }
+
+    /// The same answer as [`LineIndex::line_col`].
+    fn line_col(&mut self, text: &str, offset: usize) -> (usize, usize) {
+        let mut offset = offset.min(text.len());
+        while !text.is_char_boundary(offset) {
+            offset -= 1;
+        }
+        let (at, line, start) = self.cursor;
+        if self.index.is_none() && offset < at {
+            self.index = Some(LineIndex::new(text));
+        }
+        if let Some(idx) = &self.index {
+            return idx.line_col(text, offset);
+        }
+        let skipped = &text.as_bytes()[at..offset];
+        let breaks = skipped.iter().filter(|&&b| b == b'\n').count();
+        let start = match skipped.iter().rposition(|&b| b == b'\n') {
+            Some(i) => at + i + 1,
+            None => start,
+        };
+        self.cursor = (offset, line + breaks, start);
+        (line + breaks, text[start..offset].chars().count() + 1)
+    }
 }
 
 impl Sink {
@@ -162,10 +205,10 @@ impl Sink {
         let text = doc.text();
         let key = text.as_ptr() as usize;
         if self.lines.as_ref().is_none_or(|(k, _)| *k != key) {
-            self.lines = Some((key, LineIndex::new(text)));
+            self.lines = Some((key, Lines::new()));
         }
-        let line_col = match &self.lines {
-            Some((_, idx)) => idx.line_col(text, span.start),
+        let line_col = match &mut self.lines {
+            Some((_, lines)) => lines.line_col(text, span.start),
             None => doc.line_col(span.start),
         };
         self.push(
@@ -303,9 +346,14 @@ const NAMED_CHILDREN: &[&str] = &[
     "dependentSchemas",
 ];
 
-/// Replaces `/` in a name so it stays one path segment.
-fn seg(s: &str) -> String {
-    s.replace('/', "_")
+/// Replaces `/` in a name so it stays one path segment (without allocating
+/// when there is none).
+fn seg(s: &str) -> Cow<'_, str> {
+    if s.contains('/') {
+        Cow::Owned(s.replace('/', "_"))
+    } else {
+        Cow::Borrowed(s)
+    }
 }
 
 /// Collects every model-visible text field under `node`.
@@ -733,4 +781,22 @@ pub fn tags_of<'e>(engine: &'e Engine, findings: &[Finding]) -> BTreeMap<&'e str
         }
     }
     m
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The forward cursor gives the same lines and columns as a full index, in
+    /// order, out of order, inside multi-byte characters and past the end.
+    #[test]
+    fn lines_agree_with_line_index() {
+        let text = "ab\ncdé\n\nfgh — ij\nk";
+        let idx = LineIndex::new(text);
+        let mut lines = Lines::new();
+        let offsets = [0, 1, 3, 5, 6, 9, 13, 14, 20, 2, 0, 7, 99];
+        for o in offsets {
+            assert_eq!(lines.line_col(text, o), idx.line_col(text, o), "offset {o}");
+        }
+    }
 }
