@@ -232,9 +232,15 @@ pub struct PatternSet {
     lit_gates: Vec<u32>,
     /// A gate is one required literal set of one pattern: the pattern of each.
     gate_pattern: Vec<u32>,
+    /// Gates opened by a single byte, checked against the set of bytes in the
+    /// text instead of in the automaton (a common letter or `.` would make
+    /// it report a match every few bytes).
+    byte_gates: Vec<(u8, u32)>,
     /// Number of gates of each pattern: a pattern can match once all its
     /// gates have a literal in the text (patterns without gates always can).
     need: Vec<u8>,
+    /// The patterns without gates, as a bit set.
+    always: Vec<u64>,
     /// Number of patterns of all rules.
     patterns: usize,
 }
@@ -483,7 +489,17 @@ fn required_literals(pattern: &str) -> Vec<Lits> {
     else {
         return Vec::new();
     };
-    lit_info(&hir).required
+    let mut gates = lit_info(&hir).required;
+    // A two-byte literal (`to`, `in`, `is`) occurs in most text: beyond the
+    // best gate, such a gate costs more automaton matches than it saves
+    // regex runs. Single bytes are cheap (see [`PatternSet::byte_gates`]).
+    let mut first = true;
+    gates.retain(|set| {
+        let keep = first || set.iter().all(|l| l.len() == 1 || l.len() >= 3);
+        first = false;
+        keep
+    });
+    gates
 }
 
 fn glob_set(
@@ -682,11 +698,25 @@ impl PatternSet {
                 file: name,
             });
         }
+        let mut byte_gates = Vec::new();
+        lits.retain(|(l, gs)| match l[..] {
+            [b] => {
+                byte_gates.extend(gs.iter().map(|&g| (b, g)));
+                false
+            }
+            _ => true,
+        });
         let mut lit_start = vec![0u32];
         let mut lit_gates = Vec::new();
         for (_, gs) in &lits {
             lit_gates.extend(gs);
             lit_start.push(lit_gates.len() as u32);
+        }
+        let mut always = vec![0u64; patterns.div_ceil(64)];
+        for (i, &n) in need.iter().enumerate() {
+            if n == 0 {
+                set_bit(&mut always, i);
+            }
         }
         let literals = if lits.is_empty() {
             None
@@ -712,7 +742,9 @@ impl PatternSet {
             lit_start,
             lit_gates,
             gate_pattern,
+            byte_gates,
             need,
+            always,
             patterns,
         })
     }
@@ -739,9 +771,27 @@ impl PatternSet {
             }
             return;
         }
-        for (i, &n) in self.need.iter().enumerate() {
-            if n == 0 {
-                set_bit(present, i);
+        present.copy_from_slice(&self.always);
+        let mut open = |g: usize| {
+            if bit(opened, g) {
+                return;
+            }
+            set_bit(opened, g);
+            let p = self.gate_pattern[g] as usize;
+            count[p] += 1;
+            if count[p] == self.need[p] {
+                set_bit(present, p);
+            }
+        };
+        if !self.byte_gates.is_empty() {
+            let mut bytes = [0u64; 4];
+            for b in text.bytes() {
+                set_bit(&mut bytes, usize::from(b));
+            }
+            for &(b, g) in &self.byte_gates {
+                if bit(&bytes, usize::from(b)) {
+                    open(g as usize);
+                }
             }
         }
         let Some(ac) = &self.literals else { return };
@@ -750,16 +800,7 @@ impl PatternSet {
             let l = m.pattern().as_usize();
             let (a, b) = (self.lit_start[l] as usize, self.lit_start[l + 1] as usize);
             for &g in &self.lit_gates[a..b] {
-                let g = g as usize;
-                if bit(opened, g) {
-                    continue;
-                }
-                set_bit(opened, g);
-                let p = self.gate_pattern[g] as usize;
-                count[p] += 1;
-                if count[p] == self.need[p] {
-                    set_bit(present, p);
-                }
+                open(g as usize);
             }
         }
     }
@@ -799,11 +840,15 @@ impl PatternSet {
         };
         self.scan(text, present, opened, count);
         for r in &self.rules {
-            if !r.any_present(present) || !applies(r) || !r.keyword_in(text) {
+            if !r.any_present(present) || !applies(r) {
                 continue;
             }
+            // The keyword check is a filter like the others; matches are
+            // rare, so it runs last.
             if let Some(m) = r.find_gated(text, Some(present)) {
-                hit(r, m);
+                if r.keyword_in(text) {
+                    hit(r, m);
+                }
             }
         }
     }
@@ -972,16 +1017,17 @@ mod tests {
         let l = required_literals("SSH");
         assert!(l[0].contains(&b"ssh".to_vec()));
         assert!(l[0].contains(&"s\u{17f}h".as_bytes().to_vec()));
-        // Every part of a concatenation is required, most selective first.
+        // Every part of a concatenation is required, most selective first;
+        // a two-byte part is too common to be worth a gate after the first.
         let l = required_literals(r"\bdo\s+not\s+(?:tell|inform)\b");
         assert_eq!(
             l,
             vec![
                 vec![b"inform".to_vec(), b"tell".to_vec()],
                 vec![b"not".to_vec()],
-                vec![b"do".to_vec()]
             ]
         );
+        assert_eq!(required_literals(r"\bdo\s+it"), vec![vec![b"do".to_vec()]]);
         // Nothing is required of an optional whole or a bare class run.
         assert!(required_literals(r"(?:a)?").is_empty());
         assert!(required_literals(r"[^.\n]{3,10}").is_empty());
