@@ -10,6 +10,7 @@
 
 use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::fmt::Write as _;
 use std::path::PathBuf;
 
 use crate::finding::{ByteSpan, Confidence, Finding, LineIndex, Related, Severity, Subject};
@@ -136,14 +137,17 @@ pub struct Sink {
     lines: Option<(usize, Lines)>,
 }
 
-/// Line/column lookups in one text. Findings mostly come in document order,
-/// so a cursor moves forward counting line breaks, and only the bytes up to
-/// the last finding are ever read; the first lookup behind the cursor builds
-/// a full [`LineIndex`] for the rest.
+/// Line/column lookups in one text. Findings mostly come in document order
+/// (a tool's findings a little out of order), so a cursor moves from one to
+/// the next counting line breaks, and only the bytes up to the last finding
+/// are read. Should the moves add up to several times the text, a full
+/// [`LineIndex`] answers the rest.
 #[derive(Debug, Default)]
 struct Lines {
     /// Byte offset, its 1-based line, and the offset where that line starts.
     cursor: (usize, usize, usize),
+    /// Bytes the cursor has moved over so far.
+    moved: usize,
     index: Option<LineIndex>,
 }
 
@@ -151,6 +155,7 @@ impl Lines {
     fn new() -> Self {
         Lines {
             cursor: (0, 1, 0),
+            moved: 0,
             index: None,
         }
     }
@@ -162,20 +167,38 @@ impl Lines {
             offset -= 1;
         }
         let (at, line, start) = self.cursor;
-        if self.index.is_none() && offset < at {
+        if self.index.is_none() && self.moved > 4 * text.len() {
             self.index = Some(LineIndex::new(text));
         }
         if let Some(idx) = &self.index {
             return idx.line_col(text, offset);
         }
-        let skipped = &text.as_bytes()[at..offset];
-        let breaks = skipped.iter().filter(|&&b| b == b'\n').count();
-        let start = match skipped.iter().rposition(|&b| b == b'\n') {
-            Some(i) => at + i + 1,
-            None => start,
+        let bytes = text.as_bytes();
+        let (line, start) = if offset >= at {
+            let skipped = &bytes[at..offset];
+            self.moved += skipped.len();
+            let breaks = skipped.iter().filter(|&&b| b == b'\n').count();
+            match skipped.iter().rposition(|&b| b == b'\n') {
+                Some(i) => (line + breaks, at + i + 1),
+                None => (line, start),
+            }
+        } else {
+            let skipped = &bytes[offset..at];
+            self.moved += skipped.len();
+            let breaks = skipped.iter().filter(|&&b| b == b'\n').count();
+            if breaks == 0 {
+                (line, start)
+            } else {
+                let start = bytes[..offset]
+                    .iter()
+                    .rposition(|&b| b == b'\n')
+                    .map_or(0, |i| i + 1);
+                self.moved += offset - start;
+                (line - breaks, start)
+            }
         };
-        self.cursor = (offset, line + breaks, start);
-        (line + breaks, text[start..offset].chars().count() + 1)
+        self.cursor = (offset, line, start);
+        (line, text[start..offset].chars().count() + 1)
     }
 }
 
@@ -387,8 +410,7 @@ pub fn walk_fields<'d>(
             if let Some(items) = doc.array(node) {
                 for (i, &v) in items.iter().enumerate() {
                     let len = path.len();
-                    path.push('/');
-                    path.push_str(&i.to_string());
+                    let _ = write!(path, "/{i}");
                     walk_fields(doc, v, path, parent_key, out);
                     path.truncate(len);
                 }
@@ -403,9 +425,12 @@ pub fn walk_fields<'d>(
                     path.push('/');
                     path.push_str(&seg(&key));
                     if named {
+                        let mut name_path = String::with_capacity(path.len() + 6);
+                        name_path.push_str(path);
+                        name_path.push_str("/#name");
                         out.push(Field {
                             node: k,
-                            path: format!("{path}/#name"),
+                            path: name_path,
                             text: key.clone(),
                             is_key: true,
                         });
@@ -468,7 +493,7 @@ fn walk_schemas(
                 Kind::Array => {
                     for (i, &x) in doc.array(v).unwrap_or_default().iter().enumerate() {
                         let l2 = path.len();
-                        path.push_str(&format!("/{i}"));
+                        let _ = write!(path, "/{i}");
                         walk_schemas(doc, x, path, out, depth + 1);
                         path.truncate(l2);
                     }
@@ -478,7 +503,7 @@ fn walk_schemas(
             "anyOf" | "oneOf" | "allOf" | "prefixItems" => {
                 for (i, &x) in doc.array(v).unwrap_or_default().iter().enumerate() {
                     let l2 = path.len();
-                    path.push_str(&format!("/{i}"));
+                    let _ = write!(path, "/{i}");
                     walk_schemas(doc, x, path, out, depth + 1);
                     path.truncate(l2);
                 }
@@ -794,9 +819,17 @@ mod tests {
         let text = "ab\ncdé\n\nfgh — ij\nk";
         let idx = LineIndex::new(text);
         let mut lines = Lines::new();
-        let offsets = [0, 1, 3, 5, 6, 9, 13, 14, 20, 2, 0, 7, 99];
+        let offsets = [0, 1, 3, 5, 6, 9, 13, 14, 20, 2, 0, 7, 99, 8, 7, 4, 18];
         for o in offsets {
             assert_eq!(lines.line_col(text, o), idx.line_col(text, o), "offset {o}");
         }
+        assert!(lines.index.is_none(), "few moves need no full index");
+        // Many jumps back and forth end in the full index, with the same answers.
+        let mut o = 0usize;
+        for _ in 0..200 {
+            o = (o * 7 + 11) % (text.len() + 3);
+            assert_eq!(lines.line_col(text, o), idx.line_col(text, o), "offset {o}");
+        }
+        assert!(lines.index.is_some());
     }
 }
