@@ -41,7 +41,11 @@ fn bench(name: &str, engine: &Engine, inputs: &[Loaded], min: Duration) {
     let cpu = match (cpu_start, thread_cpu()) {
         (Some(a), Some(b)) => {
             let c = (b - a).as_secs_f64() / f64::from(rounds);
-            format!(", CPU {:.1} ms per run, {:.0} tools/s", c * 1e3, tools as f64 / c)
+            format!(
+                ", CPU {:.1} ms per run, {:.0} tools/s",
+                c * 1e3,
+                tools as f64 / c
+            )
         }
         _ => String::new(),
     };

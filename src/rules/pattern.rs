@@ -293,7 +293,7 @@ fn add_gate(all: &mut Vec<Lits>, set: &Lits) {
         return;
     }
     all.push(set.clone());
-    all.sort_by(|a, b| selectivity(b).cmp(&selectivity(a)));
+    all.sort_by_key(|s| std::cmp::Reverse(selectivity(s)));
     all.truncate(MAX_GATES);
 }
 
@@ -894,18 +894,18 @@ impl PatternSet {
                 return;
             };
             self.matches(&hidden.text, &applies, &mut |r, _| {
-                    let f = out.emit(
-                        scope,
-                        &r.meta,
-                        field.node,
-                        Some((first.start, last.end)),
-                        format!("{} (in invisible tag characters)", r.message),
-                        r.label.clone(),
-                    );
-                    f.notes.push(format!(
-                        "hidden text: {}",
-                        crate::display::visible(&norm.tag_text)
-                    ));
+                let f = out.emit(
+                    scope,
+                    &r.meta,
+                    field.node,
+                    Some((first.start, last.end)),
+                    format!("{} (in invisible tag characters)", r.message),
+                    r.label.clone(),
+                );
+                f.notes.push(format!(
+                    "hidden text: {}",
+                    crate::display::visible(&norm.tag_text)
+                ));
             });
         }
     }
