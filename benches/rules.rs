@@ -5,13 +5,22 @@
 //!    recombined, with one tool in fifty carrying a poisoning payload so the
 //!    slow paths (matches, span mapping, combined findings) run too.
 //!
-//! Run: `cargo bench --bench rules`. Prints tools per second.
+//! Run: `cargo bench --bench rules`. Prints tools per second by wall clock and,
+//! on Linux, by the thread's own CPU time (steadier on a busy machine, where
+//! the wall clock also counts time spent waiting for a core).
 
 use std::time::{Duration, Instant};
 
 use mcplint::manifest::load::{load_all, load_bytes, LoadOptions};
 use mcplint::manifest::Loaded;
 use mcplint::rules::{build_engine, Engine};
+
+/// CPU time this thread has used (Linux: `/proc/thread-self/schedstat`).
+fn thread_cpu() -> Option<Duration> {
+    let s = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+    let ns: u64 = s.split_whitespace().next()?.parse().ok()?;
+    Some(Duration::from_nanos(ns))
+}
 
 fn bench(name: &str, engine: &Engine, inputs: &[Loaded], min: Duration) {
     let tools: usize = inputs
@@ -22,14 +31,26 @@ fn bench(name: &str, engine: &Engine, inputs: &[Loaded], min: Duration) {
     // Warm up (lazy DFA caches fill on first use).
     let findings = engine.check(inputs, false).len();
     let start = Instant::now();
+    let cpu_start = thread_cpu();
     let mut rounds = 0u32;
     while start.elapsed() < min || rounds < 3 {
         std::hint::black_box(engine.check(std::hint::black_box(inputs), false));
         rounds += 1;
     }
     let secs = start.elapsed().as_secs_f64() / f64::from(rounds);
+    let cpu = match (cpu_start, thread_cpu()) {
+        (Some(a), Some(b)) => {
+            let c = (b - a).as_secs_f64() / f64::from(rounds);
+            format!(
+                ", CPU {:.1} ms per run, {:.0} tools/s",
+                c * 1e3,
+                tools as f64 / c
+            )
+        }
+        _ => String::new(),
+    };
     println!(
-        "{name}: {tools} tools, {findings} findings, {:.1} ms per run, {:.0} tools/s ({rounds} runs)",
+        "{name}: {tools} tools, {findings} findings, {:.1} ms per run, {:.0} tools/s{cpu} ({rounds} runs)",
         secs * 1e3,
         tools as f64 / secs
     );

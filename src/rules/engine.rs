@@ -10,6 +10,7 @@
 
 use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::fmt::Write as _;
 use std::path::PathBuf;
 
 use crate::finding::{ByteSpan, Confidence, Finding, LineIndex, Related, Severity, Subject};
@@ -131,11 +132,76 @@ pub struct Sink {
     /// Findings so far.
     pub findings: Vec<Finding>,
     subject: Option<(Subject, Option<String>)>,
-    /// Line index of the document being checked (by its text's address), so
-    /// line/column lookups do not rescan large files for every finding.
-    lines: Option<(usize, LineIndex)>,
+    /// Line/column lookups in the document being checked (by its text's
+    /// address), so findings do not rescan large files.
+    lines: Option<(usize, Lines)>,
     /// Set while the engine checks text decoded from a blob of a field.
     within: Option<crate::rules::decoded::Within>,
+}
+
+/// Line/column lookups in one text. Findings mostly come in document order
+/// (a tool's findings a little out of order), so a cursor moves from one to
+/// the next counting line breaks, and only the bytes up to the last finding
+/// are read. Should the moves add up to several times the text, a full
+/// [`LineIndex`] answers the rest.
+#[derive(Debug, Default)]
+struct Lines {
+    /// Byte offset, its 1-based line, and the offset where that line starts.
+    cursor: (usize, usize, usize),
+    /// Bytes the cursor has moved over so far.
+    moved: usize,
+    index: Option<LineIndex>,
+}
+
+impl Lines {
+    fn new() -> Self {
+        Lines {
+            cursor: (0, 1, 0),
+            moved: 0,
+            index: None,
+        }
+    }
+
+    /// The same answer as [`LineIndex::line_col`].
+    fn line_col(&mut self, text: &str, offset: usize) -> (usize, usize) {
+        let mut offset = offset.min(text.len());
+        while !text.is_char_boundary(offset) {
+            offset -= 1;
+        }
+        let (at, line, start) = self.cursor;
+        if self.index.is_none() && self.moved > 4 * text.len() {
+            self.index = Some(LineIndex::new(text));
+        }
+        if let Some(idx) = &self.index {
+            return idx.line_col(text, offset);
+        }
+        let bytes = text.as_bytes();
+        let (line, start) = if offset >= at {
+            let skipped = &bytes[at..offset];
+            self.moved += skipped.len();
+            let breaks = skipped.iter().filter(|&&b| b == b'\n').count();
+            match skipped.iter().rposition(|&b| b == b'\n') {
+                Some(i) => (line + breaks, at + i + 1),
+                None => (line, start),
+            }
+        } else {
+            let skipped = &bytes[offset..at];
+            self.moved += skipped.len();
+            let breaks = skipped.iter().filter(|&&b| b == b'\n').count();
+            if breaks == 0 {
+                (line, start)
+            } else {
+                let start = bytes[..offset]
+                    .iter()
+                    .rposition(|&b| b == b'\n')
+                    .map_or(0, |i| i + 1);
+                self.moved += offset - start;
+                (line - breaks, start)
+            }
+        };
+        self.cursor = (offset, line, start);
+        (line, text[start..offset].chars().count() + 1)
+    }
 }
 
 impl Sink {
@@ -170,10 +236,10 @@ impl Sink {
         let text = doc.text();
         let key = text.as_ptr() as usize;
         if self.lines.as_ref().is_none_or(|(k, _)| *k != key) {
-            self.lines = Some((key, LineIndex::new(text)));
+            self.lines = Some((key, Lines::new()));
         }
-        let line_col = match &self.lines {
-            Some((_, idx)) => idx.line_col(text, span.start),
+        let line_col = match &mut self.lines {
+            Some((_, lines)) => lines.line_col(text, span.start),
             None => doc.line_col(span.start),
         };
         let f = self.push(
@@ -321,9 +387,14 @@ const NAMED_CHILDREN: &[&str] = &[
     "dependentSchemas",
 ];
 
-/// Replaces `/` in a name so it stays one path segment.
-fn seg(s: &str) -> String {
-    s.replace('/', "_")
+/// Replaces `/` in a name so it stays one path segment (without allocating
+/// when there is none).
+fn seg(s: &str) -> Cow<'_, str> {
+    if s.contains('/') {
+        Cow::Owned(s.replace('/', "_"))
+    } else {
+        Cow::Borrowed(s)
+    }
 }
 
 /// Collects every model-visible text field under `node`.
@@ -357,8 +428,7 @@ pub fn walk_fields<'d>(
             if let Some(items) = doc.array(node) {
                 for (i, &v) in items.iter().enumerate() {
                     let len = path.len();
-                    path.push('/');
-                    path.push_str(&i.to_string());
+                    let _ = write!(path, "/{i}");
                     walk_fields(doc, v, path, parent_key, out);
                     path.truncate(len);
                 }
@@ -373,9 +443,12 @@ pub fn walk_fields<'d>(
                     path.push('/');
                     path.push_str(&seg(&key));
                     if named {
+                        let mut name_path = String::with_capacity(path.len() + 6);
+                        name_path.push_str(path);
+                        name_path.push_str("/#name");
                         out.push(Field {
                             node: k,
-                            path: format!("{path}/#name"),
+                            path: name_path,
                             text: key.clone(),
                             is_key: true,
                         });
@@ -438,7 +511,7 @@ fn walk_schemas(
                 Kind::Array => {
                     for (i, &x) in doc.array(v).unwrap_or_default().iter().enumerate() {
                         let l2 = path.len();
-                        path.push_str(&format!("/{i}"));
+                        let _ = write!(path, "/{i}");
                         walk_schemas(doc, x, path, out, depth + 1);
                         path.truncate(l2);
                     }
@@ -448,7 +521,7 @@ fn walk_schemas(
             "anyOf" | "oneOf" | "allOf" | "prefixItems" => {
                 for (i, &x) in doc.array(v).unwrap_or_default().iter().enumerate() {
                     let l2 = path.len();
-                    path.push_str(&format!("/{i}"));
+                    let _ = write!(path, "/{i}");
                     walk_schemas(doc, x, path, out, depth + 1);
                     path.truncate(l2);
                 }
@@ -777,4 +850,30 @@ pub fn tags_of<'e>(engine: &'e Engine, findings: &[Finding]) -> BTreeMap<&'e str
         }
     }
     m
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The forward cursor gives the same lines and columns as a full index, in
+    /// order, out of order, inside multi-byte characters and past the end.
+    #[test]
+    fn lines_agree_with_line_index() {
+        let text = "ab\ncdé\n\nfgh — ij\nk";
+        let idx = LineIndex::new(text);
+        let mut lines = Lines::new();
+        let offsets = [0, 1, 3, 5, 6, 9, 13, 14, 20, 2, 0, 7, 99, 8, 7, 4, 18];
+        for o in offsets {
+            assert_eq!(lines.line_col(text, o), idx.line_col(text, o), "offset {o}");
+        }
+        assert!(lines.index.is_none(), "few moves need no full index");
+        // Many jumps back and forth end in the full index, with the same answers.
+        let mut o = 0usize;
+        for _ in 0..200 {
+            o = (o * 7 + 11) % (text.len() + 3);
+            assert_eq!(lines.line_col(text, o), idx.line_col(text, o), "offset {o}");
+        }
+        assert!(lines.index.is_some());
+    }
 }

@@ -28,16 +28,22 @@
 //! and expect look-alike letters to be folded already.
 //!
 //! `keywords` (gitleaks' idea) are lower-case literals of which every match
-//! contains at least one. All rules' keywords form one Aho-Corasick automaton,
-//! the prefilter: one pass over a field tells which rules can match, and only
-//! their regexes run. (A single `RegexSet` of all patterns was tried first: the
+//! contains at least one; a rule whose keywords are all absent from a field
+//! does not match it. `mcplint rules test` checks the keywords too, since a
+//! test string only matches through them.
+//!
+//! The prefilter does not rely on keywords: when rules compile, each pattern's
+//! syntax tree yields its own set of required literals (every match contains
+//! one of them, e.g. `inform`/`tell` for `do\s+not\s+(?:tell|inform)`), and
+//! the literals of all patterns of all rules form one Aho-Corasick automaton.
+//! One pass of it over a field tells which patterns can match at all; only
+//! those regexes run. (A single `RegexSet` of all patterns was tried first: the
 //! bounded repetitions such as `[^.\n]{0,60}` make its DFA explode and it fell
-//! back to a slow engine, about 600 tools/s.) `mcplint rules test` checks the
-//! keywords too, since a test string only matches through them.
+//! back to a slow engine, about 600 tools/s.)
 
 use std::path::{Path, PathBuf};
 
-use aho_corasick::{AhoCorasick, MatchKind};
+use aho_corasick::{AhoCorasick, AhoCorasickKind, MatchKind};
 use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 use miette::{NamedSource, SourceSpan};
 use regex::{Regex, RegexBuilder};
@@ -144,9 +150,8 @@ pub struct PatternRule {
     applies: Option<GlobSet>,
     tools: Option<GlobSet>,
     regexes: Vec<Regex>,
-    /// For each of `regexes`, its index among the set's gated patterns, when
-    /// every match of it starts with one of a finite set of literals.
-    gates: Vec<Option<usize>>,
+    /// Index of its first pattern among all patterns of the set (the others follow).
+    first: usize,
     unless: Vec<Regex>,
     /// Lower-case literals of which every match contains at least one (empty:
     /// the rule's patterns always run).
@@ -171,20 +176,27 @@ impl PatternRule {
         self.find_gated(text, None)
     }
 
-    /// Like [`PatternRule::find_unguarded`], but with `present` (the gated
-    /// patterns whose prefix literals occur in `text`) skips the regexes that
-    /// cannot match. Skipping a regex that would return `None` leaves the
-    /// leftmost match, and the first pattern among equals, unchanged.
-    fn find_gated(&self, text: &str, present: Option<&[bool]>) -> Option<(usize, usize)> {
+    /// True if one of the rule's keywords occurs in `text` (or it has none).
+    fn keyword_in(&self, text: &str) -> bool {
+        self.keywords.is_empty() || self.keywords.iter().any(|k| text.contains(k.as_str()))
+    }
+
+    /// True if one of the rule's patterns is marked in `present`.
+    fn any_present(&self, present: &[u64]) -> bool {
+        (self.first..self.first + self.regexes.len()).any(|i| bit(present, i))
+    }
+
+    /// Like [`PatternRule::find_unguarded`], but with `present` (from
+    /// [`PatternSet::scan`]) skips the regexes that cannot match. Skipping a
+    /// regex that would return `None` leaves the leftmost match, and the first
+    /// pattern among equals, unchanged.
+    fn find_gated(&self, text: &str, present: Option<&[u64]>) -> Option<(usize, usize)> {
         let m = self
             .regexes
             .iter()
-            .zip(&self.gates)
-            .filter(|(_, g)| match (present, g) {
-                (Some(p), Some(g)) => p[*g],
-                _ => true,
-            })
-            .filter_map(|(r, _)| r.find(text))
+            .enumerate()
+            .filter(|(k, _)| present.is_none_or(|p| bit(p, self.first + k)))
+            .filter_map(|(_, r)| r.find(text))
             .min_by_key(|m| m.start())?;
         if self.unless.iter().any(|u| u.is_match(text)) {
             return None;
@@ -209,48 +221,285 @@ pub struct TestFailure {
 /// All declarative rules with their shared prefilter.
 pub struct PatternSet {
     rules: Vec<PatternRule>,
-    /// One automaton over every rule's keywords.
-    keywords: AhoCorasick,
-    /// Rule index of each keyword.
-    owner: Vec<usize>,
-    /// Rules without keywords: always candidates.
-    always: Vec<usize>,
-    /// Every gated pattern's prefix literals: one pass over a field tells which
-    /// patterns can match at all (`None` when no pattern is gated).
-    prefixes: Option<AhoCorasick>,
-    /// Gated pattern index of each prefix literal.
-    prefix_owner: Vec<usize>,
-    /// Number of gated patterns.
-    gated: usize,
+    /// One automaton over the required literals of every pattern of every
+    /// rule: one pass over a field tells which patterns can match at all
+    /// (`None` when no pattern has required literals).
+    literals: Option<AhoCorasick>,
+    /// The gates of literal `i` are `lit_gates[lit_start[i]..lit_start[i + 1]]`
+    /// (a literal shared by several gates is in the automaton once).
+    lit_start: Vec<u32>,
+    /// See `lit_start`.
+    lit_gates: Vec<u32>,
+    /// A gate is one required literal set of one pattern: the pattern of each.
+    gate_pattern: Vec<u32>,
+    /// Gates opened by a single byte, checked against the set of bytes in the
+    /// text instead of in the automaton (a common letter or `.` would make
+    /// it report a match every few bytes).
+    byte_gates: Vec<(u8, u32)>,
+    /// Number of gates of each pattern: a pattern can match once all its
+    /// gates have a literal in the text (patterns without gates always can).
+    need: Vec<u8>,
+    /// The patterns without gates, as a bit set.
+    always: Vec<u64>,
+    /// Number of patterns of all rules.
+    patterns: usize,
 }
 
-/// The literals every match of `pattern` (as compiled by [`regex`]) starts
-/// with, or `None` if they cannot be bounded (a large class, an empty
-/// alternative, too many case variants). Prefixes are exact or truncated; either
-/// way a text without any of them has no match.
-fn prefix_literals(pattern: &str) -> Option<Vec<Vec<u8>>> {
-    let hir = regex_syntax::ParserBuilder::new()
+/// Bit `i` of a bit set.
+fn bit(set: &[u64], i: usize) -> bool {
+    set[i / 64] & (1 << (i % 64)) != 0
+}
+
+/// Sets bit `i` of a bit set.
+fn set_bit(set: &mut [u64], i: usize) {
+    set[i / 64] |= 1 << (i % 64);
+}
+
+/// Largest literal set kept while analysing a pattern: bigger sets are split
+/// (a concatenation) or given up (an alternation, a class).
+const SET_LIMIT: usize = 64;
+/// Largest character class expanded into single-character literals.
+const CLASS_LIMIT: usize = 8;
+/// Most literal sets required of one pattern (all of them must occur).
+const MAX_GATES: usize = 3;
+
+/// A set of literals, sorted and deduplicated.
+type Lits = Vec<Vec<u8>>;
+
+/// What [`lit_info`] knows about one sub-expression.
+struct LitInfo {
+    /// Every string it matches, when that set is finite and small.
+    exact: Option<Lits>,
+    /// Literal sets such that every match contains one literal of each set
+    /// (at most [`MAX_GATES`], most selective first).
+    required: Vec<Lits>,
+}
+
+/// How selective a literal set is as a gate: longer shortest literal first,
+/// then fewer literals. `None` for a set containing the empty string (every
+/// text contains it). An empty set (the pattern cannot match) is the best.
+fn selectivity(set: &Lits) -> Option<(usize, std::cmp::Reverse<usize>)> {
+    if set.iter().any(Vec::is_empty) {
+        return None;
+    }
+    let shortest = set.iter().map(Vec::len).min().unwrap_or(usize::MAX);
+    Some((shortest.min(8), std::cmp::Reverse(set.len())))
+}
+
+/// Adds `set` to the conjunction `all` if it is a usable gate, keeping the
+/// [`MAX_GATES`] most selective distinct sets.
+fn add_gate(all: &mut Vec<Lits>, set: &Lits) {
+    if selectivity(set).is_none() || all.contains(set) {
+        return;
+    }
+    all.push(set.clone());
+    all.sort_by_key(|s| std::cmp::Reverse(selectivity(s)));
+    all.truncate(MAX_GATES);
+}
+
+fn normalise_set(mut set: Lits) -> Lits {
+    set.sort();
+    set.dedup();
+    set
+}
+
+/// Every concatenation of a string of `a` with a string of `b`.
+fn cross(a: &Lits, b: &Lits) -> Lits {
+    let mut out = Vec::with_capacity(a.len() * b.len());
+    for x in a {
+        for y in b {
+            let mut l = x.clone();
+            l.extend_from_slice(y);
+            out.push(l);
+        }
+    }
+    normalise_set(out)
+}
+
+/// Analyses one sub-expression. Normalised text has no ASCII upper case (see
+/// [`PatternSet::scan`]), so upper-case ASCII letters are dropped from every
+/// class and literal: on such text they never take part in a match, and the
+/// case-insensitive classes (`[sS\u{17f}]`) stay small.
+fn lit_info(hir: &regex_syntax::hir::Hir) -> LitInfo {
+    use regex_syntax::hir::{Class, HirKind};
+    let none = LitInfo {
+        exact: None,
+        required: Vec::new(),
+    };
+    let exact = |set: Lits| {
+        let mut required = Vec::new();
+        add_gate(&mut required, &set);
+        LitInfo {
+            exact: Some(set),
+            required,
+        }
+    };
+    match hir.kind() {
+        HirKind::Empty | HirKind::Look(_) => LitInfo {
+            exact: Some(vec![Vec::new()]),
+            required: Vec::new(),
+        },
+        HirKind::Literal(l) => exact(if l.0.iter().any(u8::is_ascii_uppercase) {
+            Vec::new()
+        } else {
+            vec![l.0.to_vec()]
+        }),
+        HirKind::Class(c) => {
+            let mut set = Vec::new();
+            match c {
+                Class::Unicode(u) => {
+                    for r in u.ranges() {
+                        for ch in r.start()..=r.end() {
+                            if ch.is_ascii_uppercase() {
+                                continue;
+                            }
+                            if set.len() == CLASS_LIMIT {
+                                return none;
+                            }
+                            set.push(ch.to_string().into_bytes());
+                        }
+                    }
+                }
+                Class::Bytes(b) => {
+                    for r in b.ranges() {
+                        for byte in r.start()..=r.end() {
+                            if byte.is_ascii_uppercase() {
+                                continue;
+                            }
+                            if set.len() == CLASS_LIMIT {
+                                return none;
+                            }
+                            set.push(vec![byte]);
+                        }
+                    }
+                }
+            }
+            exact(normalise_set(set))
+        }
+        HirKind::Capture(c) => lit_info(&c.sub),
+        HirKind::Repetition(r) => {
+            if r.min == 0 {
+                return LitInfo {
+                    exact: (r.max == Some(0)).then(|| vec![Vec::new()]),
+                    required: Vec::new(),
+                };
+            }
+            // At least one copy of the sub-expression: what it requires is required.
+            let sub = lit_info(&r.sub);
+            let mut required = sub.required;
+            // `x{2}` is exactly `xx`; longer or open repetitions only require `x`.
+            let mut exact = None;
+            if let (Some(e), Some(max)) = (&sub.exact, r.max) {
+                if max == r.min && max <= 4 {
+                    let mut acc = vec![Vec::new()];
+                    for _ in 0..max {
+                        if acc.len() * e.len() > SET_LIMIT {
+                            return LitInfo {
+                                exact: None,
+                                required,
+                            };
+                        }
+                        acc = cross(&acc, e);
+                    }
+                    add_gate(&mut required, &acc);
+                    exact = Some(acc);
+                }
+            }
+            LitInfo { exact, required }
+        }
+        HirKind::Concat(subs) => {
+            // Every part is required. Runs of adjacent exact parts multiply
+            // out into longer literals; a part that is not exact (or a product
+            // that grows too big) ends the run. Keep the most selective sets.
+            let mut required = Vec::new();
+            let mut run: Option<Lits> = Some(vec![Vec::new()]);
+            let mut whole_exact = true;
+            for s in subs {
+                let info = lit_info(s);
+                match info.exact {
+                    Some(e) => {
+                        run = Some(match run.take() {
+                            Some(r) if r.len() * e.len() <= SET_LIMIT => cross(&r, &e),
+                            Some(r) => {
+                                add_gate(&mut required, &r);
+                                whole_exact = false;
+                                e
+                            }
+                            None => e,
+                        });
+                    }
+                    None => {
+                        whole_exact = false;
+                        for g in &info.required {
+                            add_gate(&mut required, g);
+                        }
+                        if let Some(r) = run.take() {
+                            add_gate(&mut required, &r);
+                        }
+                    }
+                }
+            }
+            if let Some(r) = &run {
+                add_gate(&mut required, r);
+            }
+            LitInfo {
+                exact: if whole_exact { run } else { None },
+                required,
+            }
+        }
+        HirKind::Alternation(subs) => {
+            let infos: Vec<LitInfo> = subs.iter().map(lit_info).collect();
+            // Exact: the union of the branches' exact sets.
+            let exact = infos
+                .iter()
+                .try_fold(Vec::new(), |mut acc: Lits, i| {
+                    acc.extend(i.exact.as_ref()?.iter().cloned());
+                    (acc.len() <= SET_LIMIT).then_some(acc)
+                })
+                .map(normalise_set);
+            // Required: each branch's most selective set, united.
+            let union = infos
+                .iter()
+                .try_fold(Vec::new(), |mut acc: Lits, i| {
+                    acc.extend(i.required.first()?.iter().cloned());
+                    (acc.len() <= SET_LIMIT * 4).then_some(acc)
+                })
+                .map(normalise_set);
+            let mut required = Vec::new();
+            for set in union.iter().chain(&exact) {
+                add_gate(&mut required, set);
+            }
+            // Either one is required; keep only the better.
+            required.truncate(1);
+            LitInfo { exact, required }
+        }
+    }
+}
+
+/// Literal sets required of every match of `pattern` (as compiled by
+/// [`regex`]) in text without ASCII upper case: each match contains a literal
+/// of every set. Empty when nothing useful is required (a leading `.*`, an
+/// optional whole, huge classes). A text that lacks all literals of one set
+/// has no match.
+fn required_literals(pattern: &str) -> Vec<Lits> {
+    let Ok(hir) = regex_syntax::ParserBuilder::new()
         .case_insensitive(true)
         .build()
         .parse(&ascii_boundaries(pattern))
-        .ok()?;
-    let seq = regex_syntax::hir::literal::Extractor::new().extract(&hir);
-    let lits = seq.literals()?;
-    if lits.is_empty() || lits.iter().any(|l| l.as_bytes().is_empty()) {
-        return None;
-    }
-    // Normalised text has no ASCII upper case (see [`PatternSet::present`]),
-    // so the case variants with an upper-case letter can never occur there:
-    // dropping them keeps the automaton small.
-    let mut out: Vec<Vec<u8>> = lits
-        .iter()
-        .map(|l| l.as_bytes())
-        .filter(|b| !b.iter().any(u8::is_ascii_uppercase))
-        .map(<[u8]>::to_vec)
-        .collect();
-    out.sort();
-    out.dedup();
-    Some(out)
+    else {
+        return Vec::new();
+    };
+    let mut gates = lit_info(&hir).required;
+    // A two-byte literal (`to`, `in`, `is`) occurs in most text: beyond the
+    // best gate, such a gate costs more automaton matches than it saves
+    // regex runs. Single bytes are cheap (see [`PatternSet::byte_gates`]).
+    let mut first = true;
+    gates.retain(|set| {
+        let keep = first || set.iter().all(|l| l.len() == 1 || l.len() >= 3);
+        first = false;
+        keep
+    });
+    gates
 }
 
 fn glob_set(
@@ -348,9 +597,12 @@ impl PatternSet {
     /// Compiles rule files. Any broken file is an error with a span into it.
     pub fn compile(sources: Vec<(String, String, Origin)>) -> Result<PatternSet, RuleFileError> {
         let mut rules = Vec::new();
-        let mut prefix_lits: Vec<Vec<u8>> = Vec::new();
-        let mut prefix_owner = Vec::new();
-        let mut gated = 0usize;
+        // Literal -> the gates it opens, in first-seen order.
+        let mut lit_index: std::collections::HashMap<Vec<u8>, usize> = Default::default();
+        let mut lits: Vec<(Vec<u8>, Vec<u32>)> = Vec::new();
+        let mut gate_pattern = Vec::new();
+        let mut need = Vec::new();
+        let mut patterns = 0usize;
         for (name, text, origin) in sources {
             let f: RuleFile = toml::from_str(&text).map_err(|e| {
                 let span = e.span();
@@ -382,16 +634,22 @@ impl PatternSet {
                 ));
             }
             let mut regexes = Vec::new();
-            let mut gates = Vec::new();
+            let first = patterns;
             for p in &f.patterns {
-                gates.push(prefix_literals(p.get_ref()).map(|l| {
-                    for lit in l {
-                        prefix_lits.push(lit);
-                        prefix_owner.push(gated);
+                let gates = required_literals(p.get_ref());
+                need.push(gates.len() as u8);
+                for set in gates {
+                    let gate = gate_pattern.len() as u32;
+                    gate_pattern.push(patterns as u32);
+                    for lit in set {
+                        let i = *lit_index.entry(lit.clone()).or_insert_with(|| {
+                            lits.push((lit, Vec::new()));
+                            lits.len() - 1
+                        });
+                        lits[i].1.push(gate);
                     }
-                    gated += 1;
-                    gated - 1
-                }));
+                }
+                patterns += 1;
                 regexes.push(regex(p.get_ref()).map_err(|e| {
                     RuleFileError::new(
                         &name,
@@ -433,38 +691,43 @@ impl PatternSet {
                 applies,
                 tools,
                 regexes,
-                gates,
+                first,
                 unless,
                 keywords: f.keywords.iter().map(|k| k.to_lowercase()).collect(),
                 tests: f.tests,
                 file: name,
             });
         }
-        let mut pats = Vec::new();
-        let mut owner = Vec::new();
-        let mut always = Vec::new();
-        for (i, r) in rules.iter().enumerate() {
-            if r.keywords.is_empty() {
-                always.push(i);
+        let mut byte_gates = Vec::new();
+        lits.retain(|(l, gs)| match l[..] {
+            [b] => {
+                byte_gates.extend(gs.iter().map(|&g| (b, g)));
+                false
             }
-            for k in &r.keywords {
-                pats.push(k.clone());
-                owner.push(i);
+            _ => true,
+        });
+        let mut lit_start = vec![0u32];
+        let mut lit_gates = Vec::new();
+        for (_, gs) in &lits {
+            lit_gates.extend(gs);
+            lit_start.push(lit_gates.len() as u32);
+        }
+        let mut always = vec![0u64; patterns.div_ceil(64)];
+        for (i, &n) in need.iter().enumerate() {
+            if n == 0 {
+                set_bit(&mut always, i);
             }
         }
-        let keywords = AhoCorasick::builder()
-            .match_kind(MatchKind::Standard)
-            .build(&pats)
-            .map_err(|e| {
-                RuleFileError::plain("rules", format!("cannot build the keyword prefilter: {e}"))
-            })?;
-        let prefixes = if prefix_lits.is_empty() {
+        let literals = if lits.is_empty() {
             None
         } else {
             Some(
                 AhoCorasick::builder()
+                    // Overlapping search needs the standard semantics; a DFA
+                    // is the fastest to scan and the literals are few.
                     .match_kind(MatchKind::Standard)
-                    .build(&prefix_lits)
+                    .kind(Some(AhoCorasickKind::DFA))
+                    .build(lits.iter().map(|(l, _)| l))
                     .map_err(|e| {
                         RuleFileError::plain(
                             "rules",
@@ -475,12 +738,14 @@ impl PatternSet {
         };
         Ok(PatternSet {
             rules,
-            keywords,
-            owner,
+            literals,
+            lit_start,
+            lit_gates,
+            gate_pattern,
+            byte_gates,
+            need,
             always,
-            prefixes,
-            prefix_owner,
-            gated,
+            patterns,
         })
     }
 
@@ -494,39 +759,98 @@ impl PatternSet {
         &self.rules
     }
 
-    /// The candidate rules for normalised `text`, in rule order.
-    fn candidates(&self, text: &str) -> Vec<usize> {
-        let mut seen = vec![false; self.rules.len()];
-        for &i in &self.always {
-            seen[i] = true;
-        }
-        // Overlapping search: every keyword occurrence, so no rule is missed
-        // because another rule's keyword overlapped its own.
-        for m in self.keywords.find_overlapping_iter(text) {
-            seen[self.owner[m.pattern().as_usize()]] = true;
-        }
-        seen.iter()
-            .enumerate()
-            .filter(|(_, &s)| s)
-            .map(|(i, _)| i)
-            .collect()
-    }
-
-    /// For each gated pattern, whether one of its prefix literals occurs in `text`.
-    fn present(&self, text: &str) -> Vec<bool> {
+    /// Marks in `present` (zeroed, one bit per pattern) every pattern that can
+    /// match `text`: all of its gates have a literal in it. `opened` (zeroed,
+    /// one bit per gate) and `count` (zeroed, one per pattern) are scratch.
+    fn scan(&self, text: &str, present: &mut [u64], opened: &mut [u64], count: &mut [u8]) {
         // Upper-case variants were dropped from the literals; text that is not
         // fully lower case (not normalised) runs every pattern instead.
         if text.bytes().any(|b| b.is_ascii_uppercase()) {
-            return vec![true; self.gated];
+            for i in 0..self.patterns {
+                set_bit(present, i);
+            }
+            return;
         }
-        let mut p = vec![false; self.gated];
-        if let Some(ac) = &self.prefixes {
-            // Overlapping: every occurrence, so one literal cannot hide another.
-            for m in ac.find_overlapping_iter(text) {
-                p[self.prefix_owner[m.pattern().as_usize()]] = true;
+        present.copy_from_slice(&self.always);
+        let mut open = |g: usize| {
+            if bit(opened, g) {
+                return;
+            }
+            set_bit(opened, g);
+            let p = self.gate_pattern[g] as usize;
+            count[p] += 1;
+            if count[p] == self.need[p] {
+                set_bit(present, p);
+            }
+        };
+        if !self.byte_gates.is_empty() {
+            let mut bytes = [0u64; 4];
+            for b in text.bytes() {
+                set_bit(&mut bytes, usize::from(b));
+            }
+            for &(b, g) in &self.byte_gates {
+                if bit(&bytes, usize::from(b)) {
+                    open(g as usize);
+                }
             }
         }
-        p
+        let Some(ac) = &self.literals else { return };
+        // Overlapping: every occurrence, so one literal cannot hide another.
+        for m in ac.find_overlapping_iter(text) {
+            let l = m.pattern().as_usize();
+            let (a, b) = (self.lit_start[l] as usize, self.lit_start[l + 1] as usize);
+            for &g in &self.lit_gates[a..b] {
+                open(g as usize);
+            }
+        }
+    }
+
+    /// Calls `hit` with each rule (in rule order) that passes `applies` and
+    /// matches normalised `text`, and its match.
+    fn matches(
+        &self,
+        text: &str,
+        applies: &dyn Fn(&PatternRule) -> bool,
+        hit: &mut dyn FnMut(&PatternRule, (usize, usize)),
+    ) {
+        // Scratch on the stack for the built-in rules, on the heap beyond.
+        let (pw, gw) = (
+            self.patterns.div_ceil(64),
+            self.gate_pattern.len().div_ceil(64),
+        );
+        let (mut sp, mut sg, mut sc) = ([0u64; 4], [0u64; 12], [0u8; 256]);
+        let (mut hp, mut hg, mut hc) = (Vec::new(), Vec::new(), Vec::new());
+        let present: &mut [u64] = if pw <= sp.len() {
+            &mut sp[..pw]
+        } else {
+            hp.resize(pw, 0);
+            &mut hp
+        };
+        let opened: &mut [u64] = if gw <= sg.len() {
+            &mut sg[..gw]
+        } else {
+            hg.resize(gw, 0);
+            &mut hg
+        };
+        let count: &mut [u8] = if self.patterns <= sc.len() {
+            &mut sc[..self.patterns]
+        } else {
+            hc.resize(self.patterns, 0);
+            &mut hc
+        };
+        self.scan(text, present, opened, count);
+        for r in &self.rules {
+            if !r.any_present(present) || !applies(r) {
+                continue;
+            }
+            // The keyword check is a filter like the others; matches are
+            // rare, so it runs last.
+            if let Some(m) = r.find_gated(text, Some(present)) {
+                if r.keyword_in(text) {
+                    hit(r, m);
+                }
+            }
+        }
     }
 
     /// Matches one field and reports into `out`. One finding per rule per field.
@@ -546,26 +870,17 @@ impl PatternSet {
                     .as_ref()
                     .is_none_or(|g| tool.is_some_and(|t| g.is_match(t)))
         };
-        // Which gated patterns can match, computed once per field on first need.
-        let mut present: Option<Vec<bool>> = None;
-        for i in self.candidates(&norm.text) {
-            let r = &self.rules[i];
-            if !applies(r) {
-                continue;
-            }
-            let present = present.get_or_insert_with(|| self.present(&norm.text));
-            if let Some((s, e)) = r.find_gated(&norm.text, Some(present)) {
-                let (ds, de) = norm.to_decoded(s, e);
-                out.emit(
-                    scope,
-                    &r.meta,
-                    field.node,
-                    Some((ds, de)),
-                    r.message.clone(),
-                    r.label.clone(),
-                );
-            }
-        }
+        self.matches(&norm.text, &applies, &mut |r, (s, e)| {
+            let (ds, de) = norm.to_decoded(s, e);
+            out.emit(
+                scope,
+                &r.meta,
+                field.node,
+                Some((ds, de)),
+                r.message.clone(),
+                r.label.clone(),
+            );
+        });
         // Text spelled in invisible tag characters is read by models: match it
         // too, and point at the hidden characters.
         if !norm.tag_text.is_empty() {
@@ -578,23 +893,20 @@ impl PatternSet {
             let (Some(first), Some(last)) = (tags.first(), tags.last()) else {
                 return;
             };
-            for i in self.candidates(&hidden.text) {
-                let r = &self.rules[i];
-                if applies(r) && r.find_unguarded(&hidden.text).is_some() {
-                    let f = out.emit(
-                        scope,
-                        &r.meta,
-                        field.node,
-                        Some((first.start, last.end)),
-                        format!("{} (in invisible tag characters)", r.message),
-                        r.label.clone(),
-                    );
-                    f.notes.push(format!(
-                        "hidden text: {}",
-                        crate::display::visible(&norm.tag_text)
-                    ));
-                }
-            }
+            self.matches(&hidden.text, &applies, &mut |r, _| {
+                let f = out.emit(
+                    scope,
+                    &r.meta,
+                    field.node,
+                    Some((first.start, last.end)),
+                    format!("{} (in invisible tag characters)", r.message),
+                    r.label.clone(),
+                );
+                f.notes.push(format!(
+                    "hidden text: {}",
+                    crate::display::visible(&norm.tag_text)
+                ));
+            });
         }
     }
 
@@ -628,22 +940,53 @@ impl PatternSet {
 mod tests {
     use super::*;
 
-    /// The prefix gate never changes a result: on every built-in rule's own
-    /// test texts, the gated search equals the plain one, and most patterns
-    /// are gated (otherwise the gate is useless).
-    #[test]
-    fn prefix_gate_is_exact() {
-        let set = PatternSet::compile(PatternSet::builtin_sources()).expect("rules compile");
-        let total: usize = set.rules.iter().map(|r| r.regexes.len()).sum();
-        assert!(
-            set.gated * 2 > total,
-            "only {} of {total} patterns gated",
-            set.gated
-        );
+    /// Texts to check the gate on: every built-in rule's own test texts, alone
+    /// and inside a longer sentence.
+    fn texts(set: &PatternSet) -> Vec<String> {
+        let mut out = Vec::new();
         for r in &set.rules {
             for t in r.tests.matches.iter().chain(&r.tests.no_match) {
-                let n = normalize(t);
-                let present = set.present(&n.text);
+                out.push(t.clone());
+                out.push(format!("Returns the weather. {t} Works offline."));
+            }
+        }
+        out
+    }
+
+    fn present(set: &PatternSet, text: &str) -> Vec<u64> {
+        let mut present = vec![0u64; set.patterns.div_ceil(64)];
+        let mut opened = vec![0u64; set.gate_pattern.len().div_ceil(64)];
+        let mut count = vec![0u8; set.patterns];
+        set.scan(text, &mut present, &mut opened, &mut count);
+        present
+    }
+
+    /// The literal gate never changes a result: every pattern that matches a
+    /// normalised text is marked present by the scan, so the gated search
+    /// equals the plain one; and most patterns are gated (otherwise the gate
+    /// is useless).
+    #[test]
+    fn literal_gate_is_exact() {
+        let set = PatternSet::compile(PatternSet::builtin_sources()).expect("rules compile");
+        let gated = set.need.iter().filter(|&&n| n > 0).count();
+        assert!(
+            gated * 5 > set.patterns * 4,
+            "only {gated} of {} patterns gated",
+            set.patterns
+        );
+        for t in texts(&set) {
+            let n = normalize(&t);
+            let present = present(&set, &n.text);
+            for r in &set.rules {
+                for (k, re) in r.regexes.iter().enumerate() {
+                    if re.is_match(&n.text) {
+                        assert!(
+                            bit(&present, r.first + k),
+                            "{} pattern {k} matches but is not present: {t}",
+                            r.meta.id
+                        );
+                    }
+                }
                 assert_eq!(
                     r.find_gated(&n.text, Some(&present)),
                     r.find_unguarded(&n.text),
@@ -655,13 +998,38 @@ mod tests {
     }
 
     #[test]
-    fn prefix_literals_bound_matches() {
-        let l = prefix_literals(r"\b(?:always|never)\s+run").expect("finite");
-        assert!(l.iter().any(|x| x == b"always"));
-        assert!(l.iter().any(|x| x == b"never"));
-        assert!(!l.iter().any(|x| x == b"Always"));
-        // A leading large class cannot be bounded.
-        assert!(prefix_literals(r"[^.\n]{0,10}x").is_none());
-        assert!(prefix_literals(r"(?:a)?").is_none());
+    fn required_literals_bound_matches() {
+        let l = required_literals(r"\b(?:always|never)\s+run");
+        assert_eq!(l.len(), 2);
+        assert!(l[0].contains(&b"always".to_vec()) && l[0].contains(&b"never".to_vec()));
+        assert_eq!(l[1], vec![b"run".to_vec()]);
+        assert!(!l
+            .iter()
+            .flatten()
+            .any(|x| x.iter().any(u8::is_ascii_uppercase)));
+        // A literal after a large class is still required.
+        let l = required_literals(r"[^.\n]{0,10}secret");
+        assert_eq!(l.len(), 1);
+        assert!(l[0].contains(&b"secret".to_vec()));
+        assert_eq!(l[0].len(), 2, "secret and its long-s variant");
+        // Case variants that normalised text cannot contain are dropped, the
+        // long s (which case-folds to s) is kept.
+        let l = required_literals("SSH");
+        assert!(l[0].contains(&b"ssh".to_vec()));
+        assert!(l[0].contains(&"s\u{17f}h".as_bytes().to_vec()));
+        // Every part of a concatenation is required, most selective first;
+        // a two-byte part is too common to be worth a gate after the first.
+        let l = required_literals(r"\bdo\s+not\s+(?:tell|inform)\b");
+        assert_eq!(
+            l,
+            vec![
+                vec![b"inform".to_vec(), b"tell".to_vec()],
+                vec![b"not".to_vec()],
+            ]
+        );
+        assert_eq!(required_literals(r"\bdo\s+it"), vec![vec![b"do".to_vec()]]);
+        // Nothing is required of an optional whole or a bare class run.
+        assert!(required_literals(r"(?:a)?").is_empty());
+        assert!(required_literals(r"[^.\n]{3,10}").is_empty());
     }
 }

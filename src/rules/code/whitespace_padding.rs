@@ -19,6 +19,35 @@ const RUN: usize = 40;
 /// Minimum number of newlines in one run.
 const NEWLINES: usize = 7;
 
+/// The longest run (start, end, characters, line breaks) of characters marked
+/// as padding that is long enough to report and is followed by other text.
+/// `chars` yields each character's byte offset, whether it is padding and
+/// whether it is a line break.
+fn longest_run(
+    chars: impl Iterator<Item = (usize, bool, bool)>,
+) -> Option<(usize, usize, usize, usize)> {
+    let mut start = None;
+    let mut count = 0;
+    let mut newlines = 0;
+    let mut best: Option<(usize, usize, usize, usize)> = None;
+    for (i, pad, newline) in chars {
+        if pad {
+            if start.is_none() {
+                start = Some(i);
+                count = 0;
+                newlines = 0;
+            }
+            count += 1;
+            newlines += usize::from(newline);
+        } else if let Some(s) = start.take() {
+            if (count >= RUN || newlines >= NEWLINES) && best.is_none_or(|b| count > b.2) {
+                best = Some((s, i, count, newlines));
+            }
+        }
+    }
+    best
+}
+
 impl Rule for WhitespacePadding {
     fn meta(&self) -> &RuleMeta {
         &self.meta
@@ -26,33 +55,20 @@ impl Rule for WhitespacePadding {
 
     fn check_text(&self, scope: &Scope<'_>, field: &Field<'_>, _norm: &Normalized, out: &mut Sink) {
         let text = field.text.as_ref();
-        let mut start = None;
-        let mut count = 0;
-        let mut newlines = 0;
-        let mut best: Option<(usize, usize, usize, usize)> = None;
-        let mut flush = |start: Option<usize>, end: usize, count: usize, newlines: usize| {
-            if let Some(s) = start {
-                if (count >= RUN || newlines >= NEWLINES)
-                    && best.is_none_or(|b: (usize, usize, usize, usize)| count > b.2)
-                {
-                    best = Some((s, end, count, newlines));
-                }
-            }
+        // Pure ASCII text (most of it) is scanned by byte: the same runs, since
+        // every ASCII byte is one character and no ASCII character is invisible.
+        let best = if text.is_ascii() {
+            longest_run(
+                text.bytes()
+                    .enumerate()
+                    .map(|(i, b)| (i, matches!(b, b' ' | b'\t'..=b'\r'), b == b'\n')),
+            )
+        } else {
+            longest_run(
+                text.char_indices()
+                    .map(|(i, c)| (i, c.is_whitespace() || is_invisible(c), c == '\n')),
+            )
         };
-        for (i, c) in text.char_indices() {
-            if c.is_whitespace() || is_invisible(c) {
-                if start.is_none() {
-                    start = Some(i);
-                    count = 0;
-                    newlines = 0;
-                }
-                count += 1;
-                newlines += usize::from(c == '\n');
-            } else {
-                flush(start, i, count, newlines);
-                start = None;
-            }
-        }
         // Trailing padding hides nothing after it.
         if let Some((s, e, count, newlines)) = best {
             out.emit(
