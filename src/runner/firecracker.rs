@@ -325,37 +325,11 @@ fn command(
     let bwrap = vm::which("bwrap").ok_or(
         "bubblewrap (bwrap) is not installed; Firecracker runs inside it (run scripts/install-runner-deps.sh)",
     )?;
-    let mut c = Command::new(bwrap);
-    c.args([
-        "--unshare-all",
-        "--die-with-parent",
-        "--new-session",
-        "--cap-drop",
-        "ALL",
-    ])
-    .args(["--uid", "65534", "--gid", "65534"])
-    .args(["--ro-bind", "/usr", "/usr"])
-    .args([
-        "--symlink",
-        "usr/lib",
-        "/lib",
-        "--symlink",
-        "usr/lib64",
-        "/lib64",
-    ])
-    .args([
-        "--symlink",
-        "usr/bin",
-        "/bin",
-        "--symlink",
-        "usr/sbin",
-        "/sbin",
-    ])
-    .args(["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"])
-    .args(["--dev-bind", "/dev/kvm", "/dev/kvm"])
-    .arg("--ro-bind")
-    .arg(&image.dir)
-    .arg(IN_IMG);
+    let mut c = vm::bwrap_for_vmm(&bwrap);
+    c.args(["--dev-bind", "/dev/kvm", "/dev/kvm"])
+        .arg("--ro-bind")
+        .arg(&image.dir)
+        .arg(IN_IMG);
     if let Some(d) = app_disk {
         c.arg("--ro-bind").arg(d).arg(IN_APP);
     }

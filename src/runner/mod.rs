@@ -502,47 +502,40 @@ fn namespaces_command(
 ) -> Result<Command, RunnerError> {
     let bwrap = vm::which("bwrap")
         .ok_or_else(|| RunnerError::NoVm("bubblewrap (bwrap) is not installed".into()))?;
-    let mut c = Command::new(bwrap);
-    c.args([
-        "--unshare-all",
-        "--die-with-parent",
-        "--new-session",
-        "--cap-drop",
-        "ALL",
-    ])
-    .args(["--uid", "65534", "--gid", "65534"])
-    .arg("--ro-bind")
-    .arg(image.runtime_dir())
-    .arg("/usr")
-    .args([
-        "--symlink",
-        "usr/lib",
-        "/lib",
-        "--symlink",
-        "usr/lib64",
-        "/lib64",
-        "--symlink",
-        "usr/bin",
-        "/bin",
-    ])
-    .args([
-        "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--dir", "/home", "--chdir", "/tmp",
-    ])
-    .arg("--ro-bind")
-    .arg(&p.dir)
-    .arg(APP_DIR)
-    .arg("--clearenv")
-    .args([
-        "--setenv",
-        "PATH",
-        "/usr/bin:/bin",
-        "--setenv",
-        "HOME",
-        "/tmp",
-        "--setenv",
-        "LANG",
-        "C.UTF-8",
-    ]);
+    let mut c = vm::bwrap_base(&bwrap);
+    c.arg("--ro-bind")
+        .arg(image.runtime_dir())
+        .arg("/usr")
+        .args([
+            "--symlink",
+            "usr/lib",
+            "/lib",
+            "--symlink",
+            "usr/lib64",
+            "/lib64",
+            "--symlink",
+            "usr/bin",
+            "/bin",
+        ])
+        .args([
+            "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--dir", "/home", "--chdir",
+            "/tmp",
+        ])
+        .arg("--ro-bind")
+        .arg(&p.dir)
+        .arg(APP_DIR)
+        .arg("--clearenv")
+        .args([
+            "--setenv",
+            "PATH",
+            "/usr/bin:/bin",
+            "--setenv",
+            "HOME",
+            "/tmp",
+            "--setenv",
+            "LANG",
+            "C.UTF-8",
+        ]);
     for (k, v) in p.env(APP_DIR).iter().chain(env) {
         c.arg("--setenv").arg(k).arg(v);
     }

@@ -202,36 +202,8 @@ pub fn command_with_egress(
     let bwrap = which("bwrap").ok_or_else(|| {
         RunnerError::NoVm("bubblewrap (bwrap) is not installed; QEMU runs inside it (run scripts/install-runner-deps.sh)".into())
     })?;
-    let mut c = Command::new(bwrap);
-    c.args([
-        "--unshare-all",
-        "--die-with-parent",
-        "--new-session",
-        "--cap-drop",
-        "ALL",
-    ])
-    .args(["--uid", "65534", "--gid", "65534"])
-    .args(["--ro-bind", "/usr", "/usr"])
-    .args([
-        "--symlink",
-        "usr/lib",
-        "/lib",
-        "--symlink",
-        "usr/lib64",
-        "/lib64",
-    ])
-    .args([
-        "--symlink",
-        "usr/bin",
-        "/bin",
-        "--symlink",
-        "usr/sbin",
-        "/sbin",
-    ])
-    .args(["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"])
-    .arg("--ro-bind")
-    .arg(&image.dir)
-    .arg("/img");
+    let mut c = bwrap_for_vmm(&bwrap);
+    c.arg("--ro-bind").arg(&image.dir).arg("/img");
     if let Some(d) = app_disk {
         c.arg("--ro-bind").arg(d).arg("/disk/app.ext4");
     }
@@ -333,6 +305,48 @@ fn netdev(e: &EgressSpec) -> String {
         ));
     }
     s
+}
+
+/// bubblewrap as every sandbox here starts: all namespaces new (so no
+/// network), killed with its parent, its own session (no terminal to push
+/// input into), no capabilities, uid and gid 65534.
+pub fn bwrap_base(bwrap: &Path) -> Command {
+    let mut c = Command::new(bwrap);
+    c.args([
+        "--unshare-all",
+        "--die-with-parent",
+        "--new-session",
+        "--cap-drop",
+        "ALL",
+    ])
+    .args(["--uid", "65534", "--gid", "65534"]);
+    c
+}
+
+/// [`bwrap_base`] plus what a VMM binary (QEMU, Firecracker) needs to run:
+/// the host's `/usr` read-only with the usual `/lib`, `/bin` links, `/proc`,
+/// `/dev` and a tmpfs `/tmp`. Nothing of the user's home is visible.
+pub fn bwrap_for_vmm(bwrap: &Path) -> Command {
+    let mut c = bwrap_base(bwrap);
+    c.args(["--ro-bind", "/usr", "/usr"])
+        .args([
+            "--symlink",
+            "usr/lib",
+            "/lib",
+            "--symlink",
+            "usr/lib64",
+            "/lib64",
+        ])
+        .args([
+            "--symlink",
+            "usr/bin",
+            "/bin",
+            "--symlink",
+            "usr/sbin",
+            "/sbin",
+        ])
+        .args(["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]);
+    c
 }
 
 /// Decides the accelerator: asks for KVM only if it really boots a guest.
