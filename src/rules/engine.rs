@@ -322,6 +322,27 @@ pub fn related(
     }
 }
 
+/// Points `f` at a tool of another server (`other` in `b`), for the
+/// cross-server rules: a note with its file, line and column, and, when both
+/// servers are in the same file, a related span on its name (a related span
+/// carries no file of its own).
+pub fn point_at_other_tool(
+    f: &mut Finding,
+    a: &Scope<'_>,
+    b: &Scope<'_>,
+    other: &crate::manifest::Tool,
+    note: &str,
+    label: &str,
+) {
+    let (l, c) = b.doc.line_col(b.doc.span(other.name_node).start);
+    f.notes
+        .push(format!("{note}: {}:{l}:{c}", b.loaded.display_path()));
+    if std::ptr::eq(a.loaded, b.loaded) {
+        f.related
+            .push(related(b.doc, other.name_node, None, label.to_string()));
+    }
+}
+
 /// A rule. Every method has an empty default; implement the levels you need.
 pub trait Rule: Send + Sync {
     /// The rule's metadata.

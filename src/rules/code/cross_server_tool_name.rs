@@ -44,19 +44,14 @@ impl Rule for CrossServerToolName {
                             ),
                             "same name as another server's tool",
                         );
-                        let (l, c) = b.doc.line_col(b.doc.span(o.name_node).start);
-                        f.notes.push(format!(
-                            "other definition: {}:{l}:{c}",
-                            b.loaded.display_path()
-                        ));
-                        if std::ptr::eq(a.loaded, b.loaded) {
-                            f.related.push(crate::rules::engine::related(
-                                b.doc,
-                                o.name_node,
-                                None,
-                                "other server's tool",
-                            ));
-                        }
+                        crate::rules::engine::point_at_other_tool(
+                            f,
+                            a,
+                            b,
+                            o,
+                            "other definition",
+                            "other server's tool",
+                        );
                     }
                 }
             }

@@ -449,19 +449,14 @@ impl Rule for LookAlikeTool {
                             "look-alike of another server's tool",
                         );
                         f.severity = severity;
-                        let (l, c) = b.doc.line_col(b.doc.span(o.name_node).start);
-                        f.notes.push(format!(
-                            "the other tool: {}:{l}:{c}",
-                            b.loaded.display_path()
-                        ));
-                        if std::ptr::eq(a.loaded, b.loaded) {
-                            f.related.push(crate::rules::engine::related(
-                                b.doc,
-                                o.name_node,
-                                None,
-                                "the other server's tool",
-                            ));
-                        }
+                        crate::rules::engine::point_at_other_tool(
+                            f,
+                            a,
+                            b,
+                            o,
+                            "the other tool",
+                            "the other server's tool",
+                        );
                     }
                 }
             }
