@@ -11,7 +11,7 @@ use crate::approval::rules_hook::{diff_judged, LazyRules};
 use crate::approval::source::current_manifest;
 use crate::approval::store::{self, Fingerprints};
 use crate::config::Config;
-use crate::finding::change::{Change, ChangeKind, Location, Subject};
+use crate::finding::change::{Change, ChangeKind, Location};
 use crate::manifest::json::{line_col, Span};
 use crate::manifest::load::LoadOptions;
 
@@ -62,23 +62,6 @@ fn location(file: &str, text: &str, span: Span) -> Location {
     }
 }
 
-fn server_change(server: &str, kind: ChangeKind, message: String) -> Change {
-    Change {
-        kind,
-        severity: kind.base_severity(),
-        server: server.to_string(),
-        subject: Subject::Server,
-        tool: None,
-        path: String::new(),
-        before: None,
-        after: None,
-        before_location: None,
-        after_location: None,
-        rules: Vec::new(),
-        message,
-    }
-}
-
 /// Compares every server in `cfg` with its approval. With `rules`, the
 /// rules run on the new text of every change.
 pub fn check_config(
@@ -92,7 +75,7 @@ pub fn check_config(
     for sc in &cfg.servers {
         let path = store::approval_path(&cfg.approvals, &sc.name);
         if !path.exists() {
-            let mut c = server_change(
+            let mut c = Change::server_level(
                 &sc.name,
                 ChangeKind::ServerUnapproved,
                 format!(
@@ -113,7 +96,7 @@ pub fn check_config(
             }
         };
         if approval.meta.source.as_deref() != Some(sc.source_text.as_str()) {
-            let mut c = server_change(
+            let mut c = Change::server_level(
                 &sc.name,
                 ChangeKind::PinChanged,
                 format!(
@@ -138,7 +121,7 @@ pub fn check_config(
         // A server.json source keeps its pin inside that file: compare the
         // package it resolves to now with the one approved.
         if approval.meta.package.is_some() && current.package != approval.meta.package {
-            let mut c = server_change(
+            let mut c = Change::server_level(
                 &sc.name,
                 ChangeKind::PinChanged,
                 format!(
@@ -190,7 +173,7 @@ pub fn check_config(
         Ok(files) => {
             for (name, path) in files {
                 if cfg.server(&name).is_none() {
-                    let mut c = server_change(
+                    let mut c = Change::server_level(
                         &name,
                         ChangeKind::ApprovalStale,
                         format!(

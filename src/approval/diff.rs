@@ -1604,34 +1604,21 @@ pub fn diff_loaded(
             )),
             (Some(s), None) | (None, Some(s)) => {
                 let added = as_.is_some();
-                out.push(Change {
-                    kind: if added {
+                out.push(Change::server_level(
+                    &s.name,
+                    if added {
                         ChangeKind::ServerAdded
                     } else {
                         ChangeKind::ServerRemoved
                     },
-                    severity: if added {
-                        Severity::Medium
-                    } else {
-                        Severity::Low
-                    },
-                    server: s.name.clone(),
-                    subject: Subject::Server,
-                    tool: None,
-                    path: String::new(),
-                    before: None,
-                    after: None,
-                    before_location: None,
-                    after_location: None,
-                    rules: Vec::new(),
-                    message: format!(
+                    format!(
                         "server `{}` {} ({} tool{})",
                         s.name,
                         if added { "added" } else { "removed" },
                         s.tools.len(),
                         if s.tools.len() == 1 { "" } else { "s" }
                     ),
-                });
+                ));
             }
             (None, None) => {}
         }

@@ -156,6 +156,27 @@ pub enum ChangeKind {
     ApprovalStale,
 }
 
+impl Change {
+    /// A change about a whole server (no tool, no path, no locations), at
+    /// its kind's base severity.
+    pub fn server_level(server: &str, kind: ChangeKind, message: String) -> Change {
+        Change {
+            kind,
+            severity: kind.base_severity(),
+            server: server.to_string(),
+            subject: Subject::Server,
+            tool: None,
+            path: String::new(),
+            before: None,
+            after: None,
+            before_location: None,
+            after_location: None,
+            rules: Vec::new(),
+            message,
+        }
+    }
+}
+
 impl ChangeKind {
     /// Every kind, in documentation order.
     pub const ALL: &'static [ChangeKind] = &[
