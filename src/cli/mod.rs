@@ -75,6 +75,7 @@ impl InputArgs {
                 max_depth: self.max_depth,
                 max_size: self.max_size,
                 jsonc: false,
+                ..ParseOptions::default()
             },
             format: self.input_format,
         }

@@ -98,16 +98,56 @@ const F_TRUE: u8 = 2;
 /// which Rust strings cannot hold; [`Document::str`] shows it as U+FFFD.
 const F_LONE_SURROGATE: u8 = 4;
 
+/// One value's record: 16 bytes, so four share a cache line.
+///
+/// A large manifest has millions of nodes, and the fingerprint reads them in
+/// name order, not file order: their size is what the walk waits on. So the
+/// kind, the flags and a container's entry count share one word.
 #[derive(Clone, Copy, Debug)]
 struct Node {
     start: u32,
     end: u32,
-    kind: Kind,
-    flags: u8,
     /// Containers: index of the first child in `links`; objects store key, value pairs.
     first: u32,
-    /// Containers: number of entries in `links` (twice the member count for objects).
-    len: u32,
+    /// Bits 0-2 the kind, 3-5 the flags, 6-31 (containers) the number of
+    /// entries in `links` (twice the member count for objects).
+    meta: u32,
+}
+
+/// Most entries one array or object may have (an object's members count
+/// twice): what fits in a node's record, 67,108,863. A manifest near it
+/// would be gigabytes of tools.
+pub const MAX_ENTRIES: usize = (1 << 26) - 1;
+
+impl Node {
+    #[inline]
+    fn kind(&self) -> Kind {
+        match self.meta & 7 {
+            0 => Kind::Null,
+            1 => Kind::Bool,
+            2 => Kind::Number,
+            3 => Kind::String,
+            4 => Kind::Array,
+            _ => Kind::Object,
+        }
+    }
+    #[inline]
+    fn flags(&self) -> u8 {
+        ((self.meta >> 3) & 7) as u8
+    }
+    #[inline]
+    fn set_flags(&mut self, flags: u8) {
+        self.meta = (self.meta & !(7 << 3)) | (u32::from(flags & 7) << 3);
+    }
+    /// Containers: the number of entries in `links`.
+    #[inline]
+    fn len(&self) -> u32 {
+        self.meta >> 6
+    }
+    #[inline]
+    fn set_len(&mut self, len: u32) {
+        self.meta = (self.meta & 63) | (len << 6);
+    }
 }
 
 /// Where a subtree's data sits in a [`Document`], from
@@ -129,6 +169,9 @@ pub struct ParseOptions {
     pub max_size: usize,
     /// Accept `//` and `/* */` comments and trailing commas (JSONC).
     pub jsonc: bool,
+    /// Most entries in one array or object (an object's members count
+    /// twice); at most, and by default, [`MAX_ENTRIES`].
+    pub max_entries: usize,
 }
 
 /// Default nesting limit: real manifests nest schemas a dozen levels deep at most.
@@ -142,6 +185,7 @@ impl Default for ParseOptions {
             max_depth: DEFAULT_MAX_DEPTH,
             max_size: DEFAULT_MAX_SIZE,
             jsonc: false,
+            max_entries: MAX_ENTRIES,
         }
     }
 }
@@ -171,6 +215,9 @@ pub enum ErrorKind {
     TrailingGarbage,
     /// Nesting deeper than the limit.
     TooDeep(usize),
+    /// An array or object with more entries than the limit (an object's
+    /// members count twice).
+    TooManyEntries(usize),
     /// Input larger than the limit.
     TooLarge {
         /// Actual size.
@@ -202,6 +249,10 @@ impl fmt::Display for ErrorKind {
             ErrorKind::UnexpectedEof(what) => write!(f, "unexpected end of input, expected {what}"),
             ErrorKind::TrailingGarbage => write!(f, "unexpected data after the JSON value"),
             ErrorKind::TooDeep(limit) => write!(f, "nesting deeper than {limit} levels"),
+            ErrorKind::TooManyEntries(limit) => write!(
+                f,
+                "array or object with more than {limit} entries (object members count twice)"
+            ),
             ErrorKind::TooLarge { size, limit } => {
                 write!(f, "input is {size} bytes, over the {limit}-byte limit")
             }
@@ -407,7 +458,7 @@ impl Document {
 
     /// The kind of a node.
     pub fn kind(&self, id: NodeId) -> Kind {
-        self.node(id).kind
+        self.node(id).kind()
     }
 
     /// The byte range of a node's raw text (strings include their quotes).
@@ -424,7 +475,7 @@ impl Document {
     /// The value of a boolean node.
     pub fn as_bool(&self, id: NodeId) -> Option<bool> {
         let n = self.node(id);
-        (n.kind == Kind::Bool).then_some(n.flags & F_TRUE != 0)
+        (n.kind() == Kind::Bool).then_some(n.flags() & F_TRUE != 0)
     }
 
     /// The raw text of a number node.
@@ -434,18 +485,18 @@ impl Document {
 
     /// True if a string node contains a backslash escape.
     pub fn is_escaped(&self, id: NodeId) -> bool {
-        self.node(id).flags & F_ESCAPED != 0
+        self.node(id).flags() & F_ESCAPED != 0
     }
 
     /// True if a string node contains an escaped lone surrogate.
     pub fn has_lone_surrogate(&self, id: NodeId) -> bool {
-        self.node(id).flags & F_LONE_SURROGATE != 0
+        self.node(id).flags() & F_LONE_SURROGATE != 0
     }
 
     /// The raw text between a string node's quotes.
     pub fn str_raw(&self, id: NodeId) -> Option<&str> {
         let n = self.node(id);
-        (n.kind == Kind::String).then(|| &self.text[n.start as usize + 1..n.end as usize - 1])
+        (n.kind() == Kind::String).then(|| &self.text[n.start as usize + 1..n.end as usize - 1])
     }
 
     /// The decoded value of a string node (lone surrogates become U+FFFD).
@@ -466,7 +517,8 @@ impl Document {
     /// The elements of an array node.
     pub fn array(&self, id: NodeId) -> Option<&[NodeId]> {
         let n = self.node(id);
-        (n.kind == Kind::Array).then(|| &self.links[n.first as usize..(n.first + n.len) as usize])
+        (n.kind() == Kind::Array)
+            .then(|| &self.links[n.first as usize..(n.first + n.len()) as usize])
     }
 
     /// The child list of a container as stored: an array's elements, or an
@@ -475,8 +527,10 @@ impl Document {
     /// walk over a container, for hot loops such as the fingerprint writer.
     pub fn entries(&self, id: NodeId) -> &[NodeId] {
         let n = self.node(id);
-        match n.kind {
-            Kind::Array | Kind::Object => &self.links[n.first as usize..(n.first + n.len) as usize],
+        match n.kind() {
+            Kind::Array | Kind::Object => {
+                &self.links[n.first as usize..(n.first + n.len()) as usize]
+            }
             _ => &[],
         }
     }
@@ -491,8 +545,8 @@ impl Document {
             return Footprint::default();
         };
         let end = (id as usize).saturating_add(nodes).min(self.nodes.len());
-        let links = if matches!(n.kind, Kind::Array | Kind::Object) {
-            let last = ((n.first + n.len) as usize).min(self.links.len());
+        let links = if matches!(n.kind(), Kind::Array | Kind::Object) {
+            let last = ((n.first + n.len()) as usize).min(self.links.len());
             (last.saturating_sub(nodes.saturating_sub(1)), last)
         } else {
             (0, 0)
@@ -544,8 +598,8 @@ impl Document {
     /// duplicates included.
     pub fn members(&self, id: NodeId) -> Option<impl Iterator<Item = (NodeId, NodeId)> + '_> {
         let n = self.node(id);
-        (n.kind == Kind::Object).then(|| {
-            self.links[n.first as usize..(n.first + n.len) as usize]
+        (n.kind() == Kind::Object).then(|| {
+            self.links[n.first as usize..(n.first + n.len()) as usize]
                 .chunks_exact(2)
                 .map(|kv| (kv[0], kv[1]))
         })
@@ -554,9 +608,9 @@ impl Document {
     /// Number of members of an object (duplicates included) or elements of an array.
     pub fn len(&self, id: NodeId) -> usize {
         let n = self.node(id);
-        match n.kind {
-            Kind::Object => n.len as usize / 2,
-            Kind::Array => n.len as usize,
+        match n.kind() {
+            Kind::Object => n.len() as usize / 2,
+            Kind::Array => n.len() as usize,
             _ => 0,
         }
     }
@@ -569,10 +623,10 @@ impl Document {
     /// True if string node `key` decodes to `name`.
     pub fn key_is(&self, key: NodeId, name: &str) -> bool {
         let n = self.node(key);
-        if n.kind != Kind::String {
+        if n.kind() != Kind::String {
             return false;
         }
-        if n.flags & F_ESCAPED == 0 {
+        if n.flags() & F_ESCAPED == 0 {
             // The length comes from the node: a key of another length is
             // ruled out without reading the text (a cache miss in a large file).
             let (start, end) = (n.start as usize + 1, n.end as usize - 1);
@@ -648,9 +702,9 @@ impl Document {
     /// The last node id inside the subtree rooted at `id` (inclusive).
     fn subtree_end(&self, id: NodeId) -> NodeId {
         let n = self.node(id);
-        match n.kind {
-            Kind::Array | Kind::Object if n.len > 0 => {
-                let last = self.links[(n.first + n.len - 1) as usize];
+        match n.kind() {
+            Kind::Array | Kind::Object if n.len() > 0 => {
+                let last = self.links[(n.first + n.len() - 1) as usize];
                 self.subtree_end(last)
             }
             _ => id,
@@ -664,7 +718,7 @@ impl Document {
         let mut cur = self.root();
         while cur != target {
             let n = *self.node(cur);
-            let children = &self.links[n.first as usize..(n.first + n.len) as usize];
+            let children = &self.links[n.first as usize..(n.first + n.len()) as usize];
             // Children ids ascend; the subtree holding `target` starts at the
             // greatest child id not above it.
             let idx = match children.binary_search(&target) {
@@ -672,7 +726,7 @@ impl Document {
                 Err(0) => return out,
                 Err(i) => i - 1,
             };
-            match n.kind {
+            match n.kind() {
                 Kind::Array => {
                     out.push('/');
                     out.push_str(&idx.to_string());
@@ -722,7 +776,7 @@ impl Document {
         let Some(raw) = self.str_raw(id) else {
             return self.span(id);
         };
-        if n.flags & F_ESCAPED == 0 {
+        if n.flags() & F_ESCAPED == 0 {
             let s = decoded.start.min(raw.len());
             let e = decoded.end.clamp(s, raw.len());
             return Span::new(base + s, base + e);
@@ -1036,10 +1090,8 @@ impl Parser<'_> {
         self.nodes.push(Node {
             start: start as u32,
             end: start as u32,
-            kind,
-            flags: 0,
             first: 0,
-            len: 0,
+            meta: kind as u32,
         });
         id
     }
@@ -1068,7 +1120,7 @@ impl Parser<'_> {
             self.pos += word.len();
             let n = &mut self.nodes[id as usize];
             n.end = self.pos as u32;
-            n.flags = flags;
+            n.set_flags(flags);
             Ok(id)
         } else {
             self.unexpected("a JSON value")
@@ -1223,7 +1275,7 @@ impl Parser<'_> {
         self.pos = i;
         let n = &mut self.nodes[id as usize];
         n.end = i as u32;
-        n.flags = flags;
+        n.set_flags(flags);
         Ok(id)
     }
 
@@ -1239,14 +1291,21 @@ impl Parser<'_> {
         Ok(())
     }
 
-    fn close(&mut self, id: NodeId, mark: usize) {
+    fn close(&mut self, id: NodeId, mark: usize) -> Result<(), ParseError> {
+        let len = self.scratch.len() - mark;
+        let limit = self.opts.max_entries.min(MAX_ENTRIES);
+        if len > limit {
+            let start = self.nodes[id as usize].start as usize;
+            return self.err(ErrorKind::TooManyEntries(limit), start, start + 1);
+        }
         let first = self.links.len() as u32;
         self.links.extend(self.scratch.drain(mark..));
         let n = &mut self.nodes[id as usize];
         n.first = first;
-        n.len = self.links.len() as u32 - first;
+        n.set_len(len as u32);
         n.end = self.pos as u32;
         self.depth -= 1;
+        Ok(())
     }
 
     fn array(&mut self) -> Result<NodeId, ParseError> {
@@ -1257,7 +1316,7 @@ impl Parser<'_> {
         self.skip_ws()?;
         if self.src.get(self.pos) == Some(&b']') {
             self.pos += 1;
-            self.close(id, mark);
+            self.close(id, mark)?;
             return Ok(id);
         }
         loop {
@@ -1280,7 +1339,7 @@ impl Parser<'_> {
                 _ => return self.unexpected("`,` or `]`"),
             }
         }
-        self.close(id, mark);
+        self.close(id, mark)?;
         Ok(id)
     }
 
@@ -1292,7 +1351,7 @@ impl Parser<'_> {
         self.skip_ws()?;
         if self.src.get(self.pos) == Some(&b'}') {
             self.pos += 1;
-            self.close(id, mark);
+            self.close(id, mark)?;
             return Ok(id);
         }
         loop {
@@ -1327,7 +1386,7 @@ impl Parser<'_> {
             }
         }
         self.find_duplicates(id, mark);
-        self.close(id, mark);
+        self.close(id, mark)?;
         Ok(id)
     }
 
@@ -1349,7 +1408,7 @@ impl Parser<'_> {
         // Nearly every object has a handful of unescaped keys: compare them
         // pairwise, lengths first (from the nodes), raw bytes only when the
         // lengths agree, with no allocation. Escaped keys take the decoding path.
-        if n <= 16 && (0..n).all(|j| nodes[members[j * 2] as usize].flags & F_ESCAPED == 0) {
+        if n <= 16 && (0..n).all(|j| nodes[members[j * 2] as usize].flags() & F_ESCAPED == 0) {
             let len = |j: usize| {
                 let k = &nodes[members[j * 2] as usize];
                 k.end - k.start
@@ -1376,7 +1435,7 @@ impl Parser<'_> {
         let key_bytes = |k: NodeId| -> Cow<'_, [u8]> {
             let node = &nodes[k as usize];
             let raw = &src[node.start as usize + 1..node.end as usize - 1];
-            if node.flags & F_ESCAPED == 0 {
+            if node.flags() & F_ESCAPED == 0 {
                 return Cow::Borrowed(raw);
             }
             let raw = std::str::from_utf8(raw).unwrap_or_default();
@@ -1592,6 +1651,27 @@ mod tests {
                 limit: 10
             }
         ));
+    }
+
+    #[test]
+    fn entry_limit() {
+        let opts = ParseOptions {
+            max_entries: 4,
+            ..Default::default()
+        };
+        assert!(Document::parse(b"[[1,2,3,4],{\"a\":1,\"b\":2}]".to_vec(), &opts).is_ok());
+        let e = Document::parse(b"[1,[1,2,3,4,5]]".to_vec(), &opts).unwrap_err();
+        assert_eq!(e.kind, ErrorKind::TooManyEntries(4));
+        assert_eq!(e.span, Span::new(3, 4));
+        let e = Document::parse(b"{\"a\":1,\"b\":2,\"c\":3}".to_vec(), &opts).unwrap_err();
+        assert_eq!(e.kind, ErrorKind::TooManyEntries(4));
+        // The cap is what a node can hold, whatever is asked.
+        let opts = ParseOptions {
+            max_entries: usize::MAX,
+            ..Default::default()
+        };
+        assert!(Document::parse(b"[]".to_vec(), &opts).is_ok());
+        assert_eq!(std::mem::size_of::<Node>(), 16);
     }
 
     #[test]
