@@ -531,8 +531,16 @@ impl Writer<'_, '_> {
                 self.out.push(b',');
             }
             first = false;
-            self.write_string(m.key);
-            self.out.push(b':');
+            if self.scheme == Scheme::Ts {
+                // A byte-ordered key is unescaped text, which JSON.stringify
+                // writes as it is.
+                self.out.push(b'"');
+                self.out.extend(raw_key(m.key));
+                self.out.extend(b"\":");
+            } else {
+                self.write_string(m.key);
+                self.out.push(b':');
+            }
             self.write_value(m.value);
         }
         self.out.push(b'}');
