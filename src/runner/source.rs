@@ -26,6 +26,10 @@ pub enum Source {
         name: String,
         /// Version or range as given.
         version: Option<String>,
+        /// The executable (a key of `bin` in package.json) to start, when not
+        /// the one named like the package (`npx --package PKG@VER BIN` in a
+        /// client config).
+        bin: Option<String>,
     },
     /// `pypi:PKG==VERSION`.
     Pypi {
@@ -95,6 +99,7 @@ impl Source {
             return Ok(Source::Npm {
                 name: name.to_owned(),
                 version: version.map(str::to_owned),
+                bin: None,
             });
         }
         if let Some(rest) = s.strip_prefix("pypi:") {
@@ -308,12 +313,12 @@ pub fn file_sha256(p: &Path) -> std::io::Result<String> {
 /// built inside the sandbox (see [`super::sdist`]) instead of refused.
 pub fn prepare(src: &Source, work: &Path, build_in_guest: bool) -> Result<Prepared, RunnerError> {
     match src {
-        Source::Npm { name, version } => {
+        Source::Npm { name, version, bin } => {
             let spec = match version {
                 Some(v) => format!("{name}@{v}"),
                 None => name.clone(),
             };
-            npm_install(&spec, work, None)
+            npm_install(&spec, work, None, bin.as_deref())
         }
         Source::Pypi {
             name,
@@ -413,7 +418,7 @@ fn prepare_file(p: &Path, work: &Path, build_in_guest: bool) -> Result<Prepared,
             .to_owned();
         let tgz = packdir.join(tgz);
         let integrity = file_sha256(&tgz).map_err(|e| RunnerError::io("hashing the tarball", e))?;
-        let r = npm_install(&tgz.display().to_string(), work, Some(integrity));
+        let r = npm_install(&tgz.display().to_string(), work, Some(integrity), None);
         let _ = std::fs::remove_dir_all(&packdir);
         r
     } else if fname.ends_with(".whl") {
@@ -433,7 +438,7 @@ fn prepare_file(p: &Path, work: &Path, build_in_guest: bool) -> Result<Prepared,
         Ok(prepared)
     } else if fname.ends_with(".tgz") || fname.ends_with(".tar.gz") {
         let integrity = file_sha256(&abs).map_err(|e| RunnerError::io("hashing the tarball", e))?;
-        npm_install(&abs.display().to_string(), work, Some(integrity))
+        npm_install(&abs.display().to_string(), work, Some(integrity), None)
     } else if fname.ends_with(".zip") {
         Err(RunnerError::Usage(format!(
             "file:{}: an sdist would run code to build; only wheels are accepted",
@@ -447,7 +452,15 @@ fn prepare_file(p: &Path, work: &Path, build_in_guest: bool) -> Result<Prepared,
     }
 }
 
-fn npm_install(spec: &str, dir: &Path, integrity: Option<String>) -> Result<Prepared, RunnerError> {
+/// Installs `spec` with scripts off and finds what to start: the `bin`
+/// named `want` when given, else the one named like the package (or the only
+/// one, or the first), else `main`.
+fn npm_install(
+    spec: &str,
+    dir: &Path,
+    integrity: Option<String>,
+    want: Option<&str>,
+) -> Result<Prepared, RunnerError> {
     std::fs::create_dir_all(dir).map_err(|e| RunnerError::io("creating the package folder", e))?;
     // An empty package.json keeps npm from walking up to a parent project.
     std::fs::write(dir.join("package.json"), "{}\n")
@@ -494,31 +507,8 @@ fn npm_install(spec: &str, dir: &Path, integrity: Option<String>) -> Result<Prep
             .and_then(Value::as_str)
             .map(str::to_owned)
     });
-    let unscoped = name.rsplit('/').next().unwrap_or(&name).to_owned();
-    let bin = match pj.get("bin") {
-        Some(Value::String(s)) => Some(s.clone()),
-        Some(Value::Object(m)) => m
-            .get(&unscoped)
-            .or_else(|| m.get(&name))
-            .or_else(|| {
-                if m.len() == 1 {
-                    m.values().next()
-                } else {
-                    None
-                }
-            })
-            .or_else(|| m.values().next())
-            .and_then(Value::as_str)
-            .map(str::to_owned),
-        _ => None,
-    };
-    let bin = bin
-        .or_else(|| pj.get("main").and_then(Value::as_str).map(str::to_owned))
-        .ok_or_else(|| {
-            RunnerError::Prepare(format!(
-                "{name}@{version}: package.json has no `bin` (nor `main`) to start"
-            ))
-        })?;
+    let bin = entry_point(&pj, &name, want)
+        .map_err(|e| RunnerError::Prepare(format!("{name}@{version}: {e}")))?;
     let bin = bin.trim_start_matches("./").to_owned();
     if bin.contains("..") {
         return Err(RunnerError::Prepare(format!(
@@ -540,6 +530,53 @@ fn npm_install(spec: &str, dir: &Path, integrity: Option<String>) -> Result<Prep
         env: Vec::new(),
         notes: Vec::new(),
     })
+}
+
+/// The file a package starts from, as package.json gives it: the `bin`
+/// named `want` when asked for one; otherwise the `bin` named like the
+/// package (scope dropped, or whole), else the first, else `main`.
+fn entry_point(pj: &Value, name: &str, want: Option<&str>) -> Result<String, String> {
+    let unscoped = name.rsplit('/').next().unwrap_or(name);
+    let bin = pj.get("bin");
+    let found = match (bin, want) {
+        // A string `bin` is one executable named like the package.
+        (Some(Value::String(s)), None) => Some(s.as_str()),
+        (Some(Value::String(s)), Some(w)) if w == unscoped => Some(s.as_str()),
+        (Some(Value::Object(m)), Some(w)) => m.get(w).and_then(Value::as_str),
+        (Some(Value::Object(m)), None) => m
+            .get(unscoped)
+            .or_else(|| m.get(name))
+            .or_else(|| m.values().next())
+            .and_then(Value::as_str),
+        _ => None,
+    };
+    match (found, want) {
+        (Some(f), _) => Ok(f.to_owned()),
+        (None, Some(w)) => {
+            let names: Vec<String> = match bin {
+                Some(Value::Object(m)) => m
+                    .keys()
+                    .map(|k| crate::display::visible_short(k, 40))
+                    .collect(),
+                Some(Value::String(_)) => vec![crate::display::visible_short(unscoped, 40)],
+                _ => Vec::new(),
+            };
+            Err(format!(
+                "no executable named {} (its bin: {})",
+                crate::display::visible_short(w, 80),
+                if names.is_empty() {
+                    "none".to_string()
+                } else {
+                    names.join(", ")
+                }
+            ))
+        }
+        (None, None) => pj
+            .get("main")
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+            .ok_or_else(|| "package.json has no `bin` (nor `main`) to start".to_string()),
+    }
 }
 
 fn scripts_needed(pj: &Value) -> bool {
@@ -793,18 +830,50 @@ mod tests {
     use super::*;
 
     #[test]
+    fn bin_and_main_entry_points() {
+        let pj = |v: &str| serde_json::from_str::<Value>(v).expect("json");
+        let many =
+            pj(r#"{"bin": {"other": "o.js", "x-mcp": "m.js", "x": "x.js"}, "main": "i.js"}"#);
+        assert_eq!(entry_point(&many, "@s/x", None).as_deref(), Ok("x.js"));
+        assert_eq!(
+            entry_point(&many, "@s/x", Some("x-mcp")).as_deref(),
+            Ok("m.js")
+        );
+        let e = entry_point(&many, "@s/x", Some("nope")).expect_err("no such bin");
+        assert!(e.contains("nope") && e.contains("other, x-mcp, x"), "{e}");
+        let first = pj(r#"{"bin": {"b": "b.js", "c": "c.js"}}"#);
+        assert_eq!(entry_point(&first, "a", None).as_deref(), Ok("b.js"));
+        let one = pj(r#"{"bin": "cli.js"}"#);
+        assert_eq!(entry_point(&one, "@s/t", None).as_deref(), Ok("cli.js"));
+        assert_eq!(
+            entry_point(&one, "@s/t", Some("t")).as_deref(),
+            Ok("cli.js")
+        );
+        assert!(entry_point(&one, "@s/t", Some("u")).is_err());
+        assert_eq!(
+            entry_point(&pj(r#"{"main": "i.js"}"#), "t", None).as_deref(),
+            Ok("i.js")
+        );
+        assert!(entry_point(&pj(r#"{"main": "i.js"}"#), "t", Some("t")).is_err());
+        assert!(entry_point(&pj("{}"), "t", None).is_err());
+    }
+
+    #[test]
     fn pins() {
         assert!(Source::parse("npm:@modelcontextprotocol/server-memory@2026.8.31", false).is_ok());
         assert!(Source::parse("npm:left-pad@1.3.0", false).is_ok());
         assert!(Source::parse("npm:left-pad", false).is_err());
         assert!(Source::parse("npm:left-pad@latest", false).is_err());
+        assert!(Source::parse("npm:left-pad@1.3.0", false)
+            .is_ok_and(|s| matches!(s, Source::Npm { bin: None, .. })));
         assert!(Source::parse("npm:left-pad@^1.3.0", false).is_err());
         assert!(Source::parse("npm:@scope/x", false).is_err());
         assert_eq!(
             Source::parse("npm:@scope/x", true).ok(),
             Some(Source::Npm {
                 name: "@scope/x".into(),
-                version: None
+                version: None,
+                bin: None,
             })
         );
         assert!(Source::parse("pypi:mcp-server-time==2026.10.19", false).is_ok());

@@ -501,8 +501,10 @@ fn client_entry(
 }
 
 /// Maps a client's command line to a pinned package source and the server's
-/// own arguments: `npx [-y] PKG@VER ARGS`, `uvx PKG==VER ARGS` (also
-/// `PKG@VER`, `--from PKG==VER SCRIPT`, `uv tool run`), `node SCRIPT ARGS`.
+/// own arguments: `npx [-y] PKG@VER ARGS` (also `--package PKG@VER BIN`, and
+/// the same through `pnpm dlx`, `yarn dlx`, `bunx`), `uvx PKG==VER ARGS` (also
+/// `PKG@VER`, `--from PKG==VER SCRIPT`, `uv tool run`), `pipx run PKG==VER`
+/// (also `--spec PKG==VER APP`), `node SCRIPT ARGS`.
 fn command_source(
     command: &str,
     args: &[String],
@@ -519,25 +521,12 @@ fn command_source(
         .unwrap_or(prog);
     let shown = |s: &str| crate::display::visible_short(s, 80);
     match prog {
-        "npx" => {
-            let mut it = args.iter();
-            let spec = loop {
-                match it.next() {
-                    None => return Err("npx without a package".into()),
-                    Some(a) if ["-y", "--yes", "-q", "--quiet", "--silent"].contains(&a.as_str()) => {}
-                    Some(a) if a.starts_with('-') => {
-                        return Err(format!(
-                            "npx option {} is not supported; write the package as npx's first argument",
-                            shown(a)
-                        ))
-                    }
-                    Some(a) => break a,
-                }
-            };
-            let text = format!("npm:{spec}");
-            let src = Source::parse(&text, allow_unpinned).map_err(|e| e.to_string())?;
-            Ok((src, it.cloned().collect(), text))
-        }
+        "npx" | "bunx" => npm_runner(prog, args, allow_unpinned),
+        "pnpm" | "yarn" => match args.split_first() {
+            Some((dlx, rest)) if dlx == "dlx" => npm_runner(&format!("{prog} dlx"), rest, allow_unpinned),
+            _ => Err(format!("only `{prog} dlx PKG@VER` is understood")),
+        },
+        "pipx" => pipx_run(args, allow_unpinned),
         "uvx" | "uv" => {
             let mut it = args.iter().peekable();
             if prog == "uv" {
@@ -628,10 +617,107 @@ fn command_source(
         }
         "docker" | "podman" => Err("container images are not started by mcplint".into()),
         other => Err(format!(
-            "`{}` is not a package runner mcplint knows (npx, uvx, uv tool run, node); give the package as npm:PKG@VER, pypi:PKG==VER or file:PATH",
+            "`{}` is not a package runner mcplint knows (npx, pnpm dlx, yarn dlx, bunx, uvx, uv tool run, pipx run, node); give the package as npm:PKG@VER, pypi:PKG==VER or file:PATH",
             shown(other)
         )),
     }
+}
+
+/// What a package runner's command line resolves to: the source, the
+/// server's own arguments, and the resolution as text for the capture.
+type Mapped = (Source, Vec<String>, String);
+
+/// `npx`, `pnpm dlx`, `yarn dlx` and `bunx` (`tool`) share one shape:
+/// `[-y] PKG@VER ARGS`, or `--package PKG@VER BIN ARGS` to start an executable
+/// not named like the package (also `-p PKG@VER`, `--package=PKG@VER`).
+fn npm_runner(tool: &str, args: &[String], allow_unpinned: bool) -> Result<Mapped, String> {
+    let shown = |s: &str| crate::display::visible_short(s, 80);
+    let mut it = args.iter();
+    let mut package: Option<String> = None;
+    let mut set = |p: &str| match package.replace(p.to_owned()) {
+        Some(_) => Err(format!("{tool} with several packages is not supported")),
+        None => Ok(()),
+    };
+    let first = loop {
+        match it.next() {
+            None => break None,
+            Some(a) if ["-y", "--yes", "-q", "--quiet", "--silent"].contains(&a.as_str()) => {}
+            Some(a) if a == "-p" || a == "--package" => {
+                let p = it
+                    .next()
+                    .ok_or_else(|| format!("{tool} {a} without a package"))?;
+                set(p)?;
+            }
+            Some(a) if a.starts_with("--package=") => set(&a["--package=".len()..])?,
+            Some(a) if a.starts_with('-') => {
+                return Err(format!("{tool} option {} is not supported", shown(a)))
+            }
+            Some(a) => break Some(a),
+        }
+    };
+    let rest = it.cloned().collect();
+    match (package, first) {
+        (None, None) => Err(format!("{tool} without a package")),
+        (None, Some(spec)) => {
+            let text = format!("npm:{spec}");
+            let src = Source::parse(&text, allow_unpinned).map_err(|e| e.to_string())?;
+            Ok((src, rest, text))
+        }
+        (Some(p), None) => Err(format!(
+            "{tool} --package {} without the executable to start",
+            shown(&p)
+        )),
+        (Some(p), Some(bin)) => {
+            let text = format!("npm:{p}");
+            let mut src = Source::parse(&text, allow_unpinned).map_err(|e| e.to_string())?;
+            if let Source::Npm { bin: b, .. } = &mut src {
+                *b = Some(bin.clone());
+            }
+            Ok((src, rest, format!("{text} (bin {bin})")))
+        }
+    }
+}
+
+/// `pipx run PKG==VER ARGS`, or `pipx run --spec PKG==VER APP ARGS` to start
+/// a console script not named like the package.
+fn pipx_run(args: &[String], allow_unpinned: bool) -> Result<Mapped, String> {
+    let shown = |s: &str| crate::display::visible_short(s, 80);
+    let mut it = args.iter();
+    if it.next().map(String::as_str) != Some("run") {
+        return Err("only `pipx run PKG==VER` is understood".into());
+    }
+    let mut spec = None;
+    let app = loop {
+        match it.next() {
+            None => return Err("pipx run without a package".into()),
+            Some(a) if a == "--spec" => {
+                spec = Some(it.next().ok_or("--spec without a package")?.clone());
+            }
+            Some(a) if a.starts_with("--spec=") => spec = Some(a["--spec=".len()..].to_string()),
+            Some(a) if ["-q", "--quiet", "--no-cache"].contains(&a.as_str()) => {}
+            Some(a) if a == "--python" => {
+                it.next();
+            }
+            Some(a) if a.starts_with('-') => {
+                return Err(format!("pipx option {} is not supported", shown(a)))
+            }
+            Some(a) => break a.clone(),
+        }
+    };
+    let (req, script) = match spec {
+        Some(s) => (s, Some(app)),
+        None => (app, None),
+    };
+    let text = format!("pypi:{req}");
+    let mut src = Source::parse(&text, allow_unpinned).map_err(|e| e.to_string())?;
+    if let Source::Pypi { script: s, .. } = &mut src {
+        *s = script.clone();
+    }
+    let text = match &script {
+        Some(s) => format!("{text} (script {s})"),
+        None => text,
+    };
+    Ok((src, it.cloned().collect(), text))
 }
 
 // ---------------------------------------------------------------------------
@@ -901,7 +987,8 @@ mod tests {
             r.source,
             Source::Npm {
                 name: "@acme/weather-mcp".into(),
-                version: Some("1.4.2".into())
+                version: Some("1.4.2".into()),
+                bin: None,
             }
         );
         assert_eq!(r.args, ["--units", "metric", "{city}"]);
@@ -1028,7 +1115,8 @@ mod tests {
             r.source,
             Source::Npm {
                 name: "@acme/gh-mcp".into(),
-                version: Some("2.0.1".into())
+                version: Some("2.0.1".into()),
+                bin: None,
             }
         );
         assert!(!leaks(&r), "{r:?}");
@@ -1106,6 +1194,122 @@ mod tests {
     }
 
     #[test]
+    fn client_entries_npm_runner_forms() {
+        // Command, its arguments, the pin, the bin asked for, the server's arguments.
+        type Case = (
+            &'static str,
+            &'static str,
+            &'static str,
+            Option<&'static str>,
+            Vec<&'static str>,
+        );
+        let cases: [Case; 7] = [
+            (
+                "npx",
+                r#"["-y", "@acme/x@1.0.0", "--a"]"#,
+                "@acme/x@1.0.0",
+                None,
+                vec!["--a"],
+            ),
+            (
+                "npx",
+                r#"["--package", "@acme/tools@2.1.0", "-y", "acme-mcp", "stdio"]"#,
+                "@acme/tools@2.1.0",
+                Some("acme-mcp"),
+                vec!["stdio"],
+            ),
+            (
+                "npx",
+                r#"["-p", "t@1.0.0", "t-mcp"]"#,
+                "t@1.0.0",
+                Some("t-mcp"),
+                vec![],
+            ),
+            (
+                "npx",
+                r#"["--package=t@1.0.0", "t-mcp", "--b"]"#,
+                "t@1.0.0",
+                Some("t-mcp"),
+                vec!["--b"],
+            ),
+            (
+                "pnpm",
+                r#"["dlx", "t@1.0.0", "--c"]"#,
+                "t@1.0.0",
+                None,
+                vec!["--c"],
+            ),
+            (
+                "yarn",
+                r#"["dlx", "-p", "t@1.0.0", "srv"]"#,
+                "t@1.0.0",
+                Some("srv"),
+                vec![],
+            ),
+            ("bunx", r#"["t@3.0.0"]"#, "t@3.0.0", None, vec![]),
+        ];
+        for (command, args, pin, bin, rest) in cases {
+            let l = config(&format!(
+                r#""t": {{"command": "{command}", "args": {args}}}"#
+            ));
+            let r = resolve(&l, &Pick::default(), false).expect("resolves");
+            let (name, version) = pin.rsplit_once('@').expect("a pin");
+            let want = Source::Npm {
+                name: name.into(),
+                version: Some(version.into()),
+                bin: bin.map(str::to_owned),
+            };
+            assert_eq!(r.source, want, "{command} {args}");
+            let text = match bin {
+                Some(b) => format!("npm:{pin} (bin {b})"),
+                None => format!("npm:{pin}"),
+            };
+            assert_eq!(r.origin.resolved, text);
+            assert_eq!(r.args, rest, "{command} {args}");
+        }
+    }
+
+    #[test]
+    fn client_entries_pipx_forms() {
+        for (args, name, script, rest) in [
+            (
+                r#"["run", "mcp-server-time==2026.10.19", "--x"]"#,
+                "mcp-server-time",
+                None,
+                vec!["--x"],
+            ),
+            (
+                r#"["run", "--spec", "acme-tools==1.0", "acme-mcp", "--y"]"#,
+                "acme-tools",
+                Some("acme-mcp"),
+                vec!["--y"],
+            ),
+            (
+                r#"["run", "--no-cache", "--spec=acme-tools==1.0", "acme-mcp"]"#,
+                "acme-tools",
+                Some("acme-mcp"),
+                vec![],
+            ),
+        ] {
+            let l = config(&format!(r#""t": {{"command": "pipx", "args": {args}}}"#));
+            let r = resolve(&l, &Pick::default(), false).expect("resolves");
+            match &r.source {
+                Source::Pypi {
+                    name: n,
+                    script: s,
+                    version,
+                } => {
+                    assert_eq!(n, name);
+                    assert_eq!(s.as_deref(), script);
+                    assert!(version.is_some());
+                }
+                other => panic!("{other:?}"),
+            }
+            assert_eq!(r.args, rest);
+        }
+    }
+
+    #[test]
     fn client_entries_that_are_refused() {
         for (entry, why) in [
             (
@@ -1121,8 +1325,32 @@ mod tests {
                 "exact version",
             ),
             (
-                r#""a": {"command": "npx", "args": ["--package", "x@1.0.0", "y"]}"#,
+                r#""a": {"command": "npx", "args": ["--package", "x@1.0.0"]}"#,
+                "without the executable",
+            ),
+            (
+                r#""a": {"command": "npx", "args": ["-p", "x@1.0.0", "-p", "y@1.0.0", "y"]}"#,
+                "several packages",
+            ),
+            (
+                r#""a": {"command": "npx", "args": ["--package", "x", "y"]}"#,
+                "exact version",
+            ),
+            (
+                r#""a": {"command": "npx", "args": ["-c", "x"]}"#,
                 "not supported",
+            ),
+            (
+                r#""a": {"command": "pnpm", "args": ["exec", "x"]}"#,
+                "pnpm dlx",
+            ),
+            (
+                r#""a": {"command": "pipx", "args": ["install", "x==1.0"]}"#,
+                "pipx run",
+            ),
+            (
+                r#""a": {"command": "pipx", "args": ["run", "x"]}"#,
+                "exact version",
             ),
             (
                 r#""a": {"command": "docker", "args": ["run", "-i", "img"]}"#,
