@@ -842,7 +842,10 @@ mod tests {
         assert_eq!(v.len(), 195);
         assert_eq!(&v[..4], b"\x7fELF");
         // The entry point is the first code byte, right after the headers.
-        assert_eq!(u64::from_le_bytes(v[24..32].try_into().unwrap()), 0x40_0000 + 120);
+        assert_eq!(
+            u64::from_le_bytes(v[24..32].try_into().unwrap()),
+            0x40_0000 + 120
+        );
         // The rip-relative path operand (at code+8) points at the string.
         let rel = u32::from_le_bytes(v[120 + 8..120 + 12].try_into().unwrap()) as usize;
         assert!(v[120 + 12 + rel..].starts_with(b"/dev/urandom\0"));

@@ -347,9 +347,8 @@ pub fn fetch(target: &Target, opts: &FetchOptions) -> Result<Value, RunnerError>
                                         Some(dir)
                                     }
                                     Err(e) => {
-                                        prov.notes.push(format!(
-                                            "no boot snapshot ({e}): cold boot"
-                                        ));
+                                        prov.notes
+                                            .push(format!("no boot snapshot ({e}): cold boot"));
                                         None
                                     }
                                 }

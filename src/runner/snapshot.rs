@@ -112,7 +112,10 @@ pub fn ensure(image: &Image, cfg: &VmConfig, accel: Accel) -> Result<(PathBuf, b
     if std::fs::rename(&tmp, &dir).is_err() {
         let _ = std::fs::remove_dir_all(&tmp);
         if !is_complete(&dir) {
-            return Err(format!("could not install the snapshot in {}", dir.display()));
+            return Err(format!(
+                "could not install the snapshot in {}",
+                dir.display()
+            ));
         }
     }
     // Snapshots of older images or QEMU builds are unreachable now.
@@ -157,7 +160,10 @@ fn make(image: &Image, cfg: &VmConfig, accel: Accel, dir: &Path) -> Result<(), S
     };
     while run.stderr.seen("mcplint-guest: ready").is_none() {
         if run.finish_if_exited().is_some() {
-            return Err(fail(&mut run, "the snapshot guest ended before it was ready"));
+            return Err(fail(
+                &mut run,
+                "the snapshot guest ended before it was ready",
+            ));
         }
         if start.elapsed() > MAKE_LIMIT {
             return Err(fail(&mut run, "the snapshot guest was not ready in time"));

@@ -332,14 +332,21 @@ pub fn command_boot(
             "virtio-net-device,netdev=n0",
         ]);
     }
-    let mut line = cmdline_with(accel, app_disk.is_none() && matches!(boot, Boot::Cold), egress);
+    let mut line = cmdline_with(
+        accel,
+        app_disk.is_none() && matches!(boot, Boot::Cold),
+        egress,
+    );
     match boot {
         Boot::Cold => {}
         Boot::Save(_) => {
             line.push_str(" mcplint.snapshot=1");
             c.args([
                 "-qmp",
-                &format!("unix:{SNAP_DIR}/{},server=on,wait=off", super::snapshot::QMP),
+                &format!(
+                    "unix:{SNAP_DIR}/{},server=on,wait=off",
+                    super::snapshot::QMP
+                ),
             ]);
         }
         Boot::Restore(_) => {
