@@ -115,6 +115,15 @@ impl Image {
     pub fn runtime_dir(&self) -> PathBuf {
         self.dir.join("runtime")
     }
+    /// Whether the image was built by this version of the recipe (an older
+    /// image's init may lack what this binary asks of it, e.g. the boot
+    /// snapshot mode; `mcplint runner setup` rebuilds it).
+    pub fn is_current_recipe(&self) -> bool {
+        fs::read(self.dir.join("image.json"))
+            .ok()
+            .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
+            .is_some_and(|m| m.get("recipe").and_then(Value::as_str) == Some(RECIPE))
+    }
     /// `sha256:<hex>` of the inputs.
     pub fn id(&self) -> String {
         format!("sha256:{}", self.hash)

@@ -283,10 +283,24 @@ pub fn fetch(target: &Target, opts: &FetchOptions) -> Result<Value, RunnerError>
                             prov.tunings.push("node-preserve-symlinks".into());
                         }
                     }
-                    argv.extend(opts.server_args.iter().cloned());
-                    write_guest_launcher(&prepared, &argv, &opts.env)?;
                     let (backend, notes) = firecracker::choose(&image, opts.backend, opts.accel)?;
                     prov.notes.extend(notes);
+                    if matches!(prepared.runtime, source::Runtime::Node) {
+                        let flags = vm::node_jitless_flags(backend.accel());
+                        if !flags.is_empty() {
+                            if vm::uses_wasm(&prepared.dir) {
+                                prov.notes.push(
+                                    "the package may use WebAssembly: Node runs without --jitless"
+                                        .into(),
+                                );
+                            } else {
+                                argv.splice(1..1, flags.iter().map(|f| (*f).to_owned()));
+                                prov.tunings.push("node-jitless".into());
+                            }
+                        }
+                    }
+                    argv.extend(opts.server_args.iter().cloned());
+                    write_guest_launcher(&prepared, &argv, &opts.env)?;
                     // The boot snapshot needs QEMU, no network device (the
                     // snapshot machine has none) and a package disk of the
                     // snapshot slot's fixed size.
@@ -294,6 +308,17 @@ pub fn fetch(target: &Target, opts: &FetchOptions) -> Result<Value, RunnerError>
                         && hosts.is_empty()
                         && snapshot::enabled();
                     let disk = work.path.join("app.ext4");
+                    let want_snapshot = want_snapshot
+                        && {
+                            let current = image.is_current_recipe();
+                            if !current {
+                                prov.notes.push(
+                                "the guest image predates the boot snapshot: cold boot (run `mcplint runner setup`)"
+                                    .into(),
+                            );
+                            }
+                            current
+                        };
                     let sized = want_snapshot
                         && image::make_ext4_sized(
                             &prepared.dir,
@@ -373,6 +398,17 @@ pub fn fetch(target: &Target, opts: &FetchOptions) -> Result<Value, RunnerError>
                             )?;
                             prov.prepare_s = Some(t0.elapsed().as_secs_f64());
                             let r = run_stdio_after(cmd, go.as_deref(), opts, &mut prov, t0);
+                            if let (Some(dir), true) = (&snap, r.is_err() && prov.boot_s.is_none())
+                            {
+                                // The restored guest never reached its server: a
+                                // damaged or unloadable state would fail every
+                                // fetch, so drop it; the next fetch makes it anew.
+                                let _ = std::fs::remove_dir_all(dir);
+                                prov.notes.push(
+                                    "the boot snapshot did not start: removed, the next fetch remakes it"
+                                        .into(),
+                                );
+                            }
                             if let Some((proxy, _)) = egress {
                                 prov.egress = Some(proxy.finish());
                             }
