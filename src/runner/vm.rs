@@ -12,7 +12,9 @@
 //!   then a restricted user network whose only exits are one `guestfwd` per
 //!   host to the egress relay (see [`super::egress`]);
 //! - QEMU runs under its seccomp sandbox, as uid 65534, inside bubblewrap
-//!   with no network namespace of its own and only the files it needs.
+//!   with no network namespace of its own and only the files it needs;
+//! - by default the VM is not booted but restored from the boot snapshot
+//!   ([`Boot`], [`super::snapshot`]).
 //!
 //! KVM is used only when a tiny probe guest actually boots under it (on these
 //! machines `/dev/kvm` is nested PVM, under which a stock kernel never
