@@ -2,9 +2,8 @@
 # Median wall time of `mcplint fetch` in the microVM, next to the same servers started directly on
 # the host (--no-sandbox), and next to the microVM with its start-up tunings off
 # (MCPLINT_VM_BASELINE=1: no fast-boot kernel parameters, no Node flags, no boot snapshot), and next
-# to "main" (MCPLINT_VM_SNAPSHOT=0 MCPLINT_VM_JITLESS=0: the tunings main had before the boot snapshot
-# and --jitless), all in
-# the same run.
+# to "main" (MCPLINT_VM_SNAPSHOT=0: the tunings main had before the boot snapshot), all in the
+# same run.
 #
 #   bash bench/fetch.sh [RUNS] [SERVER...]   (default 3 runs per server and mode, the three servers below)
 #
@@ -63,7 +62,7 @@ for s in "${!SERVERS[@]}"; do
       case "$mode" in
         host) flags=(--no-sandbox) ;;
         baseline) envs=(MCPLINT_VM_BASELINE=1) ;;
-        main) envs=(MCPLINT_VM_BASELINE=0 MCPLINT_VM_SNAPSHOT=0 MCPLINT_VM_JITLESS=0) ;;
+        main) envs=(MCPLINT_VM_BASELINE=0 MCPLINT_VM_SNAPSHOT=0) ;;
         tuned) envs=(MCPLINT_VM_BASELINE=0) ;;
       esac
       f="$OUT/$s-$mode-$i"

@@ -285,20 +285,6 @@ pub fn fetch(target: &Target, opts: &FetchOptions) -> Result<Value, RunnerError>
                     }
                     let (backend, notes) = firecracker::choose(&image, opts.backend, opts.accel)?;
                     prov.notes.extend(notes);
-                    if matches!(prepared.runtime, source::Runtime::Node) {
-                        let flags = vm::node_jitless_flags(backend.accel());
-                        if !flags.is_empty() {
-                            if vm::uses_wasm(&prepared.dir) {
-                                prov.notes.push(
-                                    "the package may use WebAssembly: Node runs without --jitless"
-                                        .into(),
-                                );
-                            } else {
-                                argv.splice(1..1, flags.iter().map(|f| (*f).to_owned()));
-                                prov.tunings.push("node-jitless".into());
-                            }
-                        }
-                    }
                     argv.extend(opts.server_args.iter().cloned());
                     write_guest_launcher(&prepared, &argv, &opts.env)?;
                     // The boot snapshot needs QEMU, no network device (the

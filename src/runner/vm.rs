@@ -151,62 +151,6 @@ pub fn node_flags() -> &'static [&'static str] {
     }
 }
 
-/// V8 flags for Node servers under TCG whose package cannot use
-/// WebAssembly: `--jitless` (no code generated at run time, which QEMU
-/// would have to translate again: the bytecode interpreter's handlers are
-/// built into the binary and translated once) and `--v8-pool-size=0` (no
-/// V8 worker threads contending for the one vCPU). Measured in the guest
-/// (QEMU CPU seconds to the tools/list reply of server-memory, alternating
-/// with plain runs, 3 batches of 3 to 4): x0.87, x0.92, x0.88. `--jitless`
-/// removes WebAssembly, so [`uses_wasm`] must have said no. Empty when
-/// untuned or with `MCPLINT_VM_JITLESS=0`.
-pub fn node_jitless_flags(accel: Accel) -> &'static [&'static str] {
-    if accel == Accel::Tcg
-        && tuned()
-        && std::env::var_os("MCPLINT_VM_JITLESS").is_none_or(|v| v != "0")
-    {
-        &["--jitless", "--v8-pool-size=0"]
-    } else {
-        &[]
-    }
-}
-
-/// Whether a package tree may use WebAssembly: it holds a `.wasm` file, or a
-/// script (`.js`, `.mjs`, `.cjs`, `.node` addons aside) that names
-/// `WebAssembly`. Symbolic links are not followed. A package that hides the
-/// name (`globalThis["Web" + "Assembly"]`) fails under `--jitless` with
-/// `WebAssembly is not defined`; `MCPLINT_VM_JITLESS=0` is the way out.
-pub fn uses_wasm(dir: &Path) -> bool {
-    let finder = memchr::memmem::Finder::new(b"WebAssembly");
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        let Ok(rd) = std::fs::read_dir(&d) else {
-            continue;
-        };
-        for e in rd.filter_map(Result::ok) {
-            let Ok(ft) = e.file_type() else { continue };
-            let p = e.path();
-            if ft.is_dir() {
-                stack.push(p);
-                continue;
-            }
-            if !ft.is_file() {
-                continue;
-            }
-            match p.extension().and_then(|x| x.to_str()) {
-                Some("wasm") => return true,
-                Some("js" | "mjs" | "cjs") => {
-                    if std::fs::read(&p).is_ok_and(|b| finder.find(&b).is_some()) {
-                        return true;
-                    }
-                }
-                _ => {}
-            }
-        }
-    }
-    false
-}
-
 /// The kernel command line.
 fn cmdline(accel: Accel, probe: bool) -> String {
     let mut s = String::from("console=ttyS0 quiet panic=-1 mitigations=off nokaslr rdinit=/init");
@@ -576,21 +520,6 @@ fn probe_kvm(image: &Image) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn wasm_is_found_by_file_or_by_name() {
-        let d = tempfile::tempdir().unwrap();
-        let sub = d.path().join("node_modules/x/lib");
-        std::fs::create_dir_all(&sub).unwrap();
-        std::fs::write(sub.join("a.js"), "module.exports = 1;").unwrap();
-        std::fs::write(sub.join("notes.txt"), "WebAssembly").unwrap();
-        assert!(!uses_wasm(d.path()));
-        std::fs::write(sub.join("b.mjs"), "await WebAssembly.instantiate(buf)").unwrap();
-        assert!(uses_wasm(d.path()));
-        std::fs::remove_file(sub.join("b.mjs")).unwrap();
-        std::fs::write(sub.join("m.wasm"), b"\0asm").unwrap();
-        assert!(uses_wasm(d.path()));
-    }
 
     #[test]
     fn the_network_exists_only_for_allowed_hosts() {
