@@ -16,7 +16,22 @@
 # The first tuned fetch after an image change also makes the boot snapshot (its prepare time).
 # Needs `mcplint runner setup` first.
 #
-# Measured 2026-11-30 02:24-03:04 UTC, 3 runs each, TCG (KVM here is nested PVM and refused by the
+# Measured 2026-11-30 05:35-05:48 UTC, 3 runs each, TCG, debug build, load average 5 to 8 (other
+# agents), with the boot snapshot in "tuned":
+#   server                          mode      wall  prepare  boot  session   cpu
+#   server-memory@2026.8.31         baseline  52.05  14.00   9.89  29.74  15.89
+#   server-memory@2026.8.31         main      44.48  12.79   7.10  25.54  13.41
+#   server-memory@2026.8.31         tuned     29.60  11.05   1.23  14.12   9.76
+#   server-memory@2026.8.31         host      13.64  11.43    -     0.54   0.40
+#     tuned/main: session 0.55, cpu 0.73, boot 0.17
+#   server-everything@2026.8.31     baseline  40.56  11.78   6.89  24.58  15.72
+#   server-everything@2026.8.31     main      37.18  12.08   5.46  22.10  14.26
+#   server-everything@2026.8.31     tuned     29.77  12.98   1.20  14.06  10.90
+#   server-everything@2026.8.31     host      14.84  11.89    -     0.56   0.46
+#     tuned/main: session 0.64, cpu 0.76, boot 0.22
+# (An earlier run the same morning, 05:00-05:18: tuned/main session 0.74 and 0.70, cpu 0.76 and 0.75.)
+#
+# Measured 2026-11-30 02:24-03:04 UTC, before the boot snapshot, 3 runs each, TCG (KVM here is nested PVM and refused by the
 # probe), debug build, on the 2-core machine shared with six other agents and their builds and VMs
 # (load average 15-20: wall times are several times an idle machine's; the prototype's idle figures
 # were 10.9 / 11.5 / 15.6 s to tools/list):
