@@ -1,19 +1,37 @@
 #!/usr/bin/env bash
 # Median wall time of `mcplint fetch` in the microVM, next to the same servers started directly on
 # the host (--no-sandbox), and next to the microVM with its start-up tunings off
-# (MCPLINT_VM_BASELINE=1: no fast-boot kernel parameters, no Node flags), all in the same run.
+# (MCPLINT_VM_BASELINE=1: no fast-boot kernel parameters, no Node flags, no boot snapshot), and next
+# to "main" (MCPLINT_VM_SNAPSHOT=0: the tunings main had before the boot snapshot), all in the
+# same run.
 #
 #   bash bench/fetch.sh [RUNS] [SERVER...]   (default 3 runs per server and mode, the three servers below)
 #
-# The modes alternate within each round (baseline, tuned, host, baseline, tuned, host, ...) so a
+# The modes alternate within each round (baseline, main, tuned, host, baseline, ...) so a
 # change in the machine's load hits all of them alike. Prints, per server and mode, medians of:
 # the whole command's wall time; prepare (npm/pip download + unpack + disk image); boot (spawn ->
 # guest /init starting the server); session (spawn -> tools/list answered); cpu (CPU seconds of
 # bubblewrap + QEMU from spawn to exit: on a shared, loaded machine this moves far less than wall
-# time, so compare it first); then the tuned/baseline ratios of session and cpu.
+# time, so compare it first); then the tuned/baseline and tuned/main ratios of session and cpu.
+# The first tuned fetch after an image change also makes the boot snapshot (its prepare time).
 # Needs `mcplint runner setup` first.
 #
-# Measured 2026-11-30 02:24-03:04 UTC, 3 runs each, TCG (KVM here is nested PVM and refused by the
+# Measured 2026-11-30 05:35-05:48 UTC, 3 runs each, TCG, debug build, load average 5 to 8 (other
+# agents), with the boot snapshot in "tuned":
+#   server                          mode      wall  prepare  boot  session   cpu
+#   server-memory@2026.8.31         baseline  52.05  14.00   9.89  29.74  15.89
+#   server-memory@2026.8.31         main      44.48  12.79   7.10  25.54  13.41
+#   server-memory@2026.8.31         tuned     29.60  11.05   1.23  14.12   9.76
+#   server-memory@2026.8.31         host      13.64  11.43    -     0.54   0.40
+#     tuned/main: session 0.55, cpu 0.73, boot 0.17
+#   server-everything@2026.8.31     baseline  40.56  11.78   6.89  24.58  15.72
+#   server-everything@2026.8.31     main      37.18  12.08   5.46  22.10  14.26
+#   server-everything@2026.8.31     tuned     29.77  12.98   1.20  14.06  10.90
+#   server-everything@2026.8.31     host      14.84  11.89    -     0.56   0.46
+#     tuned/main: session 0.64, cpu 0.76, boot 0.22
+# (An earlier run the same morning, 05:00-05:18: tuned/main session 0.74 and 0.70, cpu 0.76 and 0.75.)
+#
+# Measured 2026-11-30 02:24-03:04 UTC, before the boot snapshot, 3 runs each, TCG (KVM here is nested PVM and refused by the
 # probe), debug build, on the 2-core machine shared with six other agents and their builds and VMs
 # (load average 15-20: wall times are several times an idle machine's; the prototype's idle figures
 # were 10.9 / 11.5 / 15.6 s to tools/list):
@@ -49,7 +67,7 @@ if [ ${#SERVERS[@]} -eq 0 ]; then
     "pypi:mcp-server-time==2026.10.19"
   )
 fi
-MODES=(baseline tuned host)
+MODES=(baseline main tuned host)
 for s in "${!SERVERS[@]}"; do
   src="${SERVERS[$s]}"
   for i in $(seq 1 "$RUNS"); do
@@ -59,6 +77,7 @@ for s in "${!SERVERS[@]}"; do
       case "$mode" in
         host) flags=(--no-sandbox) ;;
         baseline) envs=(MCPLINT_VM_BASELINE=1) ;;
+        main) envs=(MCPLINT_VM_BASELINE=0 MCPLINT_VM_SNAPSHOT=0) ;;
         tuned) envs=(MCPLINT_VM_BASELINE=0) ;;
       esac
       f="$OUT/$s-$mode-$i"
@@ -79,7 +98,7 @@ med = lambda v: statistics.median(v) if v else None
 fmt = lambda x: f"{x:7.2f}" if x is not None else "      -"
 for s, src in enumerate(servers):
     rows = {}
-    for mode in ("baseline", "tuned", "host"):
+    for mode in ("baseline", "main", "tuned", "host"):
         wall, prep, boot, sess, cpu, accel = [], [], [], [], [], set()
         for i in range(1, runs + 1):
             f = os.path.join(out, f"{s}-{mode}-{i}")
@@ -99,7 +118,8 @@ for s, src in enumerate(servers):
             accel.add(c["sandbox"].get("accelerator") or "-")
         rows[mode] = (med(wall), med(prep), med(boot), med(sess), med(cpu))
         print(f"{src:<52} {mode:<8} {fmt(rows[mode][0])} {fmt(rows[mode][1])} {fmt(rows[mode][2])} {fmt(rows[mode][3])} {fmt(rows[mode][4])}  {','.join(sorted(accel)):>5}  {len(wall)}")
-    b, t = rows["baseline"], rows["tuned"]
-    ratio = lambda k: f"{t[k] / b[k]:.2f}" if t[k] and b[k] else "-"
-    print(f"{'':<52} tuned/baseline: session {ratio(3)}, cpu {ratio(4)}, boot {ratio(2)}")
+    for ref in ("baseline", "main"):
+        b, t = rows[ref], rows["tuned"]
+        ratio = lambda k: f"{t[k] / b[k]:.2f}" if t[k] and b[k] else "-"
+        print(f"{'':<52} tuned/{ref}: session {ratio(3)}, cpu {ratio(4)}, boot {ratio(2)}")
 PY

@@ -913,6 +913,8 @@ fn microvm_hostile_battery_and_real_servers() {
     let port = listener.local_addr().expect("addr").port().to_string();
     let canary_s = canary.to_string_lossy().into_owned();
     let r = vm_fetch(&[&src, "--timeout", "120", "--", "spy", &canary_s, &port]);
+    // Again: a second restore of the same boot snapshot.
+    let r2 = vm_fetch(&[&src, "--timeout", "120", "--", "spy", &canary_s, &port]);
     // The same spy under the weaker boundary a person may ask for.
     let ns = vm_fetch(&[
         "--sandbox",
@@ -1012,6 +1014,23 @@ fn microvm_hostile_battery_and_real_servers() {
         !report["env"].as_str().unwrap_or("").contains("CARGO"),
         "host environment leaked: {report}"
     );
+    // Two fetches restored from the same boot snapshot: neither sees what
+    // the other left, and their random numbers differ (the go line's seed).
+    assert_eq!(r2.code(), 0, "{}", r2.stderr());
+    let report2: Value =
+        serde_json::from_str(r2.cap()["tools"][0]["description"].as_str().unwrap_or("{}"))
+            .expect("spy report");
+    for rep in [&report, &report2] {
+        assert_eq!(rep["leftover"], "none", "{rep}");
+        assert_eq!(rep["random"].as_str().map(str::len), Some(32), "{rep}");
+    }
+    assert_ne!(report["random"], report2["random"]);
+    assert_ne!(report["math_random"], report2["math_random"]);
+    let tunings = |c: &Value| c["capture"]["sandbox"]["tunings"].to_string();
+    if std::env::var_os("MCPLINT_VM_BASELINE").is_none() {
+        assert!(tunings(c).contains("boot-snapshot"), "{}", tunings(c));
+        assert!(tunings(r2.cap()).contains("boot-snapshot"));
+    }
     let cap = &c["capture"];
     assert_eq!(cap["sandbox"]["boundary"], "microvm");
     assert_eq!(cap["sandbox"]["backend"], "qemu-microvm");

@@ -26,7 +26,7 @@ use sha2::{Digest, Sha256};
 use super::RunnerError;
 
 /// Bumped whenever the recipe below changes.
-const RECIPE: &str = "mcplint-guest-image-v1";
+const RECIPE: &str = "mcplint-guest-image-v2";
 /// The guest init script.
 pub const INIT: &str = include_str!("../../guest/init");
 /// The guest's vsock-to-stdio bridge (Firecracker has no virtio-serial).
@@ -114,6 +114,15 @@ impl Image {
     /// The runtime tree (for `--sandbox namespaces`).
     pub fn runtime_dir(&self) -> PathBuf {
         self.dir.join("runtime")
+    }
+    /// Whether the image was built by this version of the recipe (an older
+    /// image's init may lack what this binary asks of it, e.g. the boot
+    /// snapshot mode; `mcplint runner setup` rebuilds it).
+    pub fn is_current_recipe(&self) -> bool {
+        fs::read(self.dir.join("image.json"))
+            .ok()
+            .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
+            .is_some_and(|m| m.get("recipe").and_then(Value::as_str) == Some(RECIPE))
     }
     /// `sha256:<hex>` of the inputs.
     pub fn id(&self) -> String {
@@ -372,6 +381,7 @@ pub fn setup(force: bool, progress: &mut dyn FnMut(&str)) -> Result<Image, Runne
     cpio.file("bin/busybox", 0o755, &bb);
     cpio.symlink("bin/sh", "busybox");
     cpio.file("init", 0o755, INIT.as_bytes());
+    cpio.file("bin/reseed", 0o755, &reseed_elf());
     cpio.file("vsock-bridge.py", 0o644, VSOCK_BRIDGE.as_bytes());
     cpio.file(
         "etc/passwd",
@@ -641,11 +651,89 @@ fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
     hay.windows(needle.len()).position(|w| w == needle)
 }
 
+/// The guest's `/bin/reseed`: a 195-byte static x86-64 program that forces
+/// the kernel's random number generator to reseed (`ioctl(RNDRESEEDCRNG)`
+/// on /dev/urandom). A guest restored from the boot snapshot
+/// ([`super::snapshot`]) starts with the RNG state saved in it, the same in
+/// every fetch; the init mixes in a fresh seed from the host and runs this so
+/// the next numbers drawn depend on it (a plain write to /dev/urandom only
+/// mixes, the kernel would reseed within a minute). Busybox has no applet
+/// for the ioctl, and the runtime's Python would cost a second of emulated
+/// start-up. Exit status 0 on success, 1 on failure. The code:
+/// ```text
+///   mov eax, 2 ; lea rdi, [rip+path] ; mov esi, 1 ; syscall   open(path, O_WRONLY)
+///   test eax, eax ; js fail ; mov edi, eax
+///   mov eax, 16 ; mov esi, 0x5207 ; syscall                     ioctl(fd, RNDRESEEDCRNG)
+///   test eax, eax ; js fail
+///   xor edi, edi ; mov eax, 60 ; syscall                        exit(0)
+/// fail: mov edi, 1 ; mov eax, 60 ; syscall                      exit(1)
+/// path: "/dev/urandom\0"
+/// ```
+pub fn reseed_elf() -> Vec<u8> {
+    const CODE: &[u8] = &[
+        0xb8, 0x02, 0x00, 0x00, 0x00, 0x48, 0x8d, 0x3d, 0x32, 0x00, 0x00, 0x00, 0xbe, 0x01, 0x00,
+        0x00, 0x00, 0x0f, 0x05, 0x85, 0xc0, 0x78, 0x1b, 0x89, 0xc7, 0xb8, 0x10, 0x00, 0x00, 0x00,
+        0xbe, 0x07, 0x52, 0x00, 0x00, 0x0f, 0x05, 0x85, 0xc0, 0x78, 0x09, 0x31, 0xff, 0xb8, 0x3c,
+        0x00, 0x00, 0x00, 0x0f, 0x05, 0xbf, 0x01, 0x00, 0x00, 0x00, 0xb8, 0x3c, 0x00, 0x00, 0x00,
+        0x0f, 0x05, b'/', b'd', b'e', b'v', b'/', b'u', b'r', b'a', b'n', b'd', b'o', b'm', 0,
+    ];
+    const BASE: u64 = 0x40_0000;
+    // ELF header (64 bytes) + one PT_LOAD program header (56 bytes), code after.
+    const OFF: u64 = 64 + 56;
+    let size = OFF + CODE.len() as u64;
+    let mut v = Vec::with_capacity(size as usize);
+    v.extend_from_slice(b"\x7fELF");
+    v.extend_from_slice(&[2, 1, 1, 0]); // 64-bit, little-endian, version 1, SysV
+    v.extend_from_slice(&[0; 8]);
+    v.extend_from_slice(&2u16.to_le_bytes()); // ET_EXEC
+    v.extend_from_slice(&0x3eu16.to_le_bytes()); // x86-64
+    v.extend_from_slice(&1u32.to_le_bytes());
+    v.extend_from_slice(&(BASE + OFF).to_le_bytes()); // entry
+    v.extend_from_slice(&64u64.to_le_bytes()); // program headers
+    v.extend_from_slice(&0u64.to_le_bytes()); // no section headers
+    v.extend_from_slice(&0u32.to_le_bytes());
+    for h in [64u16, 56, 1, 0, 0, 0] {
+        v.extend_from_slice(&h.to_le_bytes());
+    }
+    v.extend_from_slice(&1u32.to_le_bytes()); // PT_LOAD
+    v.extend_from_slice(&5u32.to_le_bytes()); // read + execute
+    for q in [0, BASE, BASE, size, size, 0x1000] {
+        v.extend_from_slice(&q.to_le_bytes());
+    }
+    v.extend_from_slice(CODE);
+    v
+}
+
 /// Makes an ext4 image of `dir` without root or loop devices. Sized from the
 /// tree with headroom for metadata.
 pub fn make_ext4(dir: &Path, out: &Path, label: &str) -> Result<(), RunnerError> {
     let (bytes, files) = tree_size(dir);
     let size_kib = (bytes / 1024) * 13 / 10 + files * 4 + 16 * 1024;
+    mkfs(dir, out, label, files, size_kib)
+}
+
+/// [`make_ext4`] into an image of exactly `size` bytes (sparse), for the
+/// boot snapshot's fixed-size package slot. `Ok(false)` when the tree needs
+/// more room than that.
+pub fn make_ext4_sized(
+    dir: &Path,
+    out: &Path,
+    label: &str,
+    size: u64,
+) -> Result<bool, RunnerError> {
+    let (bytes, files) = tree_size(dir);
+    let need_kib = (bytes / 1024) * 13 / 10 + files * 4 + 16 * 1024;
+    if need_kib > size / 1024 {
+        return Ok(false);
+    }
+    mkfs(dir, out, label, files, size / 1024)?;
+    let len = fs::metadata(out)
+        .map_err(|e| RunnerError::io("the package disk", e))?
+        .len();
+    Ok(len == size)
+}
+
+fn mkfs(dir: &Path, out: &Path, label: &str, files: u64, size_kib: u64) -> Result<(), RunnerError> {
     tool(
         Command::new("mkfs.ext4")
             .args([
@@ -756,6 +844,21 @@ impl Cpio {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_reseed_program_is_a_well_formed_elf() {
+        let v = reseed_elf();
+        assert_eq!(v.len(), 195);
+        assert_eq!(&v[..4], b"\x7fELF");
+        // The entry point is the first code byte, right after the headers.
+        assert_eq!(
+            u64::from_le_bytes(v[24..32].try_into().unwrap()),
+            0x40_0000 + 120
+        );
+        // The rip-relative path operand (at code+8) points at the string.
+        let rel = u32::from_le_bytes(v[120 + 8..120 + 12].try_into().unwrap()) as usize;
+        assert!(v[120 + 12 + rel..].starts_with(b"/dev/urandom\0"));
+    }
 
     #[test]
     fn cpio_layout() {

@@ -21,6 +21,7 @@ pub mod http;
 pub mod image;
 pub mod process;
 pub mod sdist;
+pub mod snapshot;
 pub mod source;
 pub mod spec;
 pub mod sse;
@@ -282,12 +283,44 @@ pub fn fetch(target: &Target, opts: &FetchOptions) -> Result<Value, RunnerError>
                             prov.tunings.push("node-preserve-symlinks".into());
                         }
                     }
-                    argv.extend(opts.server_args.iter().cloned());
-                    write_guest_launcher(&prepared, &argv, &opts.env)?;
-                    let disk = work.path.join("app.ext4");
-                    image::make_ext4(&prepared.dir, &disk, "app")?;
                     let (backend, notes) = firecracker::choose(&image, opts.backend, opts.accel)?;
                     prov.notes.extend(notes);
+                    argv.extend(opts.server_args.iter().cloned());
+                    write_guest_launcher(&prepared, &argv, &opts.env)?;
+                    // The boot snapshot needs QEMU, no network device (the
+                    // snapshot machine has none) and a package disk of the
+                    // snapshot slot's fixed size.
+                    let want_snapshot = matches!(backend, firecracker::Backend::Qemu(_))
+                        && hosts.is_empty()
+                        && snapshot::enabled();
+                    let disk = work.path.join("app.ext4");
+                    let want_snapshot = want_snapshot
+                        && {
+                            let current = image.is_current_recipe();
+                            if !current {
+                                prov.notes.push(
+                                "the guest image predates the boot snapshot: cold boot (run `mcplint runner setup`)"
+                                    .into(),
+                            );
+                            }
+                            current
+                        };
+                    let sized = want_snapshot
+                        && image::make_ext4_sized(
+                            &prepared.dir,
+                            &disk,
+                            "app",
+                            snapshot::APP_DISK_BYTES,
+                        )?;
+                    if !sized {
+                        if want_snapshot {
+                            prov.notes.push(
+                                "the package does not fit the boot snapshot's disk slot: cold boot"
+                                    .into(),
+                            );
+                        }
+                        image::make_ext4(&prepared.dir, &disk, "app")?;
+                    }
                     prov.backend = backend.name().into();
                     prov.accelerator = Some(backend.accel().name().into());
                     if matches!(backend, firecracker::Backend::Qemu(_)) {
@@ -313,15 +346,55 @@ pub fn fetch(target: &Target, opts: &FetchOptions) -> Result<Value, RunnerError>
                                 };
                                 Some((proxy, spec))
                             };
-                            let cmd = vm::command_with_egress(
+                            let snap = if sized {
+                                match snapshot::ensure(&image, &opts.vm, accel) {
+                                    Ok((dir, made)) => {
+                                        if made {
+                                            prov.notes.push(format!(
+                                                "made the boot snapshot (once per image and machine): {}",
+                                                dir.display()
+                                            ));
+                                        }
+                                        Some(dir)
+                                    }
+                                    Err(e) => {
+                                        prov.notes
+                                            .push(format!("no boot snapshot ({e}): cold boot"));
+                                        None
+                                    }
+                                }
+                            } else {
+                                None
+                            };
+                            let (boot, go) = match &snap {
+                                Some(dir) => {
+                                    let go = snapshot::go_line().map_err(RunnerError::NoVm)?;
+                                    prov.tunings.push("boot-snapshot".into());
+                                    (vm::Boot::Restore(dir), Some(go))
+                                }
+                                None => (vm::Boot::Cold, None),
+                            };
+                            let cmd = vm::command_boot(
                                 &image,
                                 Some(&disk),
                                 &opts.vm,
                                 accel,
                                 egress.as_ref().map(|(_, spec)| spec),
+                                boot,
                             )?;
                             prov.prepare_s = Some(t0.elapsed().as_secs_f64());
-                            let r = run_stdio(cmd, opts, &mut prov, t0);
+                            let r = run_stdio_after(cmd, go.as_deref(), opts, &mut prov, t0);
+                            if let (Some(dir), true) = (&snap, r.is_err() && prov.boot_s.is_none())
+                            {
+                                // The restored guest never reached its server: a
+                                // damaged or unloadable state would fail every
+                                // fetch, so drop it; the next fetch makes it anew.
+                                let _ = std::fs::remove_dir_all(dir);
+                                prov.notes.push(
+                                    "the boot snapshot did not start: removed, the next fetch remakes it"
+                                        .into(),
+                                );
+                            }
                             if let Some((proxy, _)) = egress {
                                 prov.egress = Some(proxy.finish());
                             }
@@ -575,10 +648,28 @@ fn run_stdio(
     prov: &mut capture::Provenance,
     t0: Instant,
 ) -> Result<Manifest, RunnerError> {
+    run_stdio_after(cmd, None, opts, prov, t0)
+}
+
+/// [`run_stdio`], writing `preamble` (a restored guest's go line) to the
+/// child's stdin before the first MCP message.
+fn run_stdio_after(
+    cmd: Command,
+    preamble: Option<&[u8]>,
+    opts: &FetchOptions,
+    prov: &mut capture::Provenance,
+    t0: Instant,
+) -> Result<Manifest, RunnerError> {
     prov.transport = Some("stdio".into());
     let program = cmd.get_program().to_string_lossy().into_owned();
-    let (run, stdin, stdout) =
+    let (run, mut stdin, stdout) =
         Running::spawn(cmd).map_err(|e| RunnerError::io(&format!("starting {program}"), e))?;
+    if let Some(p) = preamble {
+        use std::io::Write;
+        stdin
+            .write_all(p)
+            .map_err(|e| RunnerError::io(&format!("writing to {program}"), e))?;
+    }
     let spawned = Instant::now();
     let watchdog = Watchdog::start(run.id(), opts.timeout);
     session(

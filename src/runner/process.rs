@@ -84,7 +84,11 @@ struct TailInner {
 }
 
 /// Lines the guest init prints, whose arrival times are kept.
-pub const MARKERS: &[&str] = &["mcplint-guest: init", "mcplint-guest: start"];
+pub const MARKERS: &[&str] = &[
+    "mcplint-guest: init",
+    "mcplint-guest: start",
+    "mcplint-guest: ready",
+];
 
 impl Tail {
     /// The kept bytes, lossily decoded.

@@ -12,7 +12,9 @@
 //!   then a restricted user network whose only exits are one `guestfwd` per
 //!   host to the egress relay (see [`super::egress`]);
 //! - QEMU runs under its seccomp sandbox, as uid 65534, inside bubblewrap
-//!   with no network namespace of its own and only the files it needs.
+//!   with no network namespace of its own and only the files it needs;
+//! - by default the VM is not booted but restored from the boot snapshot
+//!   ([`Boot`], [`super::snapshot`]).
 //!
 //! KVM is used only when a tiny probe guest actually boots under it (on these
 //! machines `/dev/kvm` is nested PVM, under which a stock kernel never
@@ -178,6 +180,24 @@ fn cmdline_with(accel: Accel, probe: bool, egress: Option<&EgressSpec>) -> Strin
     s
 }
 
+/// How a VM starts: a cold boot, the boot that saves the snapshot, or a
+/// restore from it (see [`super::snapshot`]).
+#[derive(Debug, Clone, Copy)]
+pub enum Boot<'a> {
+    /// Kernel boot from scratch.
+    Cold,
+    /// Boot with `mcplint.snapshot=1` and a QMP socket, in this writable
+    /// folder (which holds the placeholder package disk); the caller saves
+    /// the state once the guest says it is ready.
+    Save(&'a Path),
+    /// Restore the state saved in this folder (read-only) instead of booting.
+    Restore(&'a Path),
+}
+
+/// Where [`Boot::Save`] and [`Boot::Restore`] see their folder inside the
+/// sandbox.
+pub const SNAP_DIR: &str = "/snap";
+
 /// The whole command: bubblewrap around QEMU. `app_disk` is the package disk
 /// (absent for the probe).
 pub fn command(
@@ -198,6 +218,21 @@ pub fn command_with_egress(
     accel: Accel,
     egress: Option<&EgressSpec>,
 ) -> Result<Command, RunnerError> {
+    command_boot(image, app_disk, cfg, accel, egress, Boot::Cold)
+}
+
+/// [`command_with_egress`], started as `boot` says. A snapshot's VM must be
+/// the same machine on both sides (same devices, memory, CPU model, kernel
+/// command line): [`Boot::Save`] and [`Boot::Restore`] build it here from the
+/// same arguments, and the snapshot's key covers them.
+pub fn command_boot(
+    image: &Image,
+    app_disk: Option<&Path>,
+    cfg: &VmConfig,
+    accel: Accel,
+    egress: Option<&EgressSpec>,
+    boot: Boot<'_>,
+) -> Result<Command, RunnerError> {
     let qemu = qemu_binary()?;
     let bwrap = which("bwrap").ok_or_else(|| {
         RunnerError::NoVm("bubblewrap (bwrap) is not installed; QEMU runs inside it (run scripts/install-runner-deps.sh)".into())
@@ -206,6 +241,16 @@ pub fn command_with_egress(
     c.arg("--ro-bind").arg(&image.dir).arg("/img");
     if let Some(d) = app_disk {
         c.arg("--ro-bind").arg(d).arg("/disk/app.ext4");
+    }
+    match boot {
+        Boot::Cold => {}
+        // QEMU writes the state and its QMP socket there.
+        Boot::Save(dir) => {
+            c.arg("--bind").arg(dir).arg(SNAP_DIR);
+        }
+        Boot::Restore(dir) => {
+            c.arg("--ro-bind").arg(dir).arg(SNAP_DIR);
+        }
     }
     if accel == Accel::Kvm {
         c.args(["--dev-bind", "/dev/kvm", "/dev/kvm"]);
@@ -270,10 +315,14 @@ pub fn command_with_egress(
         "file=/img/runtime.ext4,if=none,id=rt,format=raw,readonly=on",
     ])
     .args(["-device", "virtio-blk-device,drive=rt"]);
-    if app_disk.is_some() {
+    let app_file = match boot {
+        Boot::Save(_) => Some(format!("{SNAP_DIR}/{}", super::snapshot::PLACEHOLDER)),
+        _ => app_disk.map(|_| "/disk/app.ext4".to_owned()),
+    };
+    if let Some(f) = app_file {
         c.args([
             "-drive",
-            "file=/disk/app.ext4,if=none,id=app,format=raw,readonly=on",
+            &format!("file={f},if=none,id=app,format=raw,readonly=on"),
         ])
         .args(["-device", "virtio-blk-device,drive=app"]);
     }
@@ -285,8 +334,32 @@ pub fn command_with_egress(
             "virtio-net-device,netdev=n0",
         ]);
     }
-    c.arg("-append")
-        .arg(cmdline_with(accel, app_disk.is_none(), egress));
+    let mut line = cmdline_with(
+        accel,
+        app_disk.is_none() && matches!(boot, Boot::Cold),
+        egress,
+    );
+    match boot {
+        Boot::Cold => {}
+        Boot::Save(_) => {
+            line.push_str(" mcplint.snapshot=1");
+            c.args([
+                "-qmp",
+                &format!(
+                    "unix:{SNAP_DIR}/{},server=on,wait=off",
+                    super::snapshot::QMP
+                ),
+            ]);
+        }
+        Boot::Restore(_) => {
+            line.push_str(" mcplint.snapshot=1");
+            c.args([
+                "-incoming",
+                &format!("file:{SNAP_DIR}/{}", super::snapshot::STATE),
+            ]);
+        }
+    }
+    c.arg("-append").arg(line);
     c.env_clear();
     Ok(c)
 }
