@@ -383,17 +383,35 @@ pub fn fetch(target: &Target, opts: &FetchOptions) -> Result<Value, RunnerError>
                                 boot,
                             )?;
                             prov.prepare_s = Some(t0.elapsed().as_secs_f64());
-                            let r = run_stdio_after(cmd, go.as_deref(), opts, &mut prov, t0);
-                            if let (Some(dir), true) = (&snap, r.is_err() && prov.boot_s.is_none())
-                            {
-                                // The restored guest never reached its server: a
-                                // damaged or unloadable state would fail every
-                                // fetch, so drop it; the next fetch makes it anew.
+                            let started = Instant::now();
+                            let mut r = run_stdio_after(cmd, go.as_deref(), opts, &mut prov, t0);
+                            let unstarted = matches!(
+                                r,
+                                Err(RunnerError::Vm { .. } | RunnerError::Session { .. })
+                            ) && prov.boot_s.is_none();
+                            if let (Some(dir), true) = (&snap, unstarted) {
+                                // The restored guest never reached its server (so
+                                // nothing of the package ran): a damaged or
+                                // unloadable state would fail every fetch, so drop
+                                // it (the next fetch makes it anew) and boot cold,
+                                // within what is left of the wall-clock limit.
                                 let _ = std::fs::remove_dir_all(dir);
-                                prov.notes.push(
-                                    "the boot snapshot did not start: removed, the next fetch remakes it"
-                                        .into(),
-                                );
+                                prov.notes.push(format!(
+                                    "the boot snapshot did not start ({}): removed; booted cold instead",
+                                    r.as_ref().err().map(|e| e.to_string()).unwrap_or_default().lines().next().unwrap_or_default()
+                                ));
+                                prov.tunings.retain(|t| t != "boot-snapshot");
+                                let mut rest = opts.clone();
+                                rest.timeout = opts.timeout.saturating_sub(started.elapsed());
+                                let cmd = vm::command_boot(
+                                    &image,
+                                    Some(&disk),
+                                    &opts.vm,
+                                    accel,
+                                    None,
+                                    vm::Boot::Cold,
+                                )?;
+                                r = run_stdio_after(cmd, None, &rest, &mut prov, t0);
                             }
                             if let Some((proxy, _)) = egress {
                                 prov.egress = Some(proxy.finish());
