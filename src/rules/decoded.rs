@@ -104,11 +104,29 @@ pub fn as_text(bytes: &[u8]) -> Option<String> {
     (n >= 8 && controls * 20 <= n && letters * 5 >= n * 2).then(|| s.to_string())
 }
 
+/// The longest run of bytes of the base64 alphabets (standard and URL-safe,
+/// without padding) in `text`. Base64 and hex blobs are such runs, so a text
+/// whose longest run is shorter than a blob has none: most text is checked
+/// by this one byte loop instead of the blob regexes.
+pub fn longest_blob_run(text: &str) -> usize {
+    let (mut run, mut best) = (0usize, 0usize);
+    for &b in text.as_bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/' | b'_' | b'-') {
+            run += 1;
+            best = best.max(run);
+        } else {
+            run = 0;
+        }
+    }
+    best
+}
+
 /// Every blob of `text` that decodes to text, in order, at most [`MAX_BLOBS`].
 /// Base64 is tried first; a hex run is skipped if it overlaps a base64 blob.
 pub fn blobs(text: &str) -> Vec<Blob> {
     let mut out: Vec<Blob> = Vec::new();
-    if text.len() < 16 {
+    // Both regexes need 16 bytes of the alphabet in a row.
+    if text.len() < 16 || longest_blob_run(text) < 16 {
         return out;
     }
     for m in B64.find_iter(text) {

@@ -106,12 +106,32 @@ impl Normalized {
     }
 }
 
+/// [`normalize`] into `n`, reusing its buffers: printable ASCII text (most
+/// text) costs no allocation once the buffer is big enough.
+pub fn normalize_into(s: &str, n: &mut Normalized) {
+    if plain_ascii(s) {
+        n.text.clear();
+        n.text.push_str(s);
+        n.text.make_ascii_lowercase();
+        n.map = None;
+        n.hidden.clear();
+        n.tag_text.clear();
+        n.mixed_script = false;
+    } else {
+        *n = normalize(s);
+    }
+}
+
+/// True if `s` is printable ASCII plus tab, CR and LF only.
+fn plain_ascii(s: &str) -> bool {
+    s.bytes()
+        .all(|b| (0x20..0x7f).contains(&b) || b == b'\n' || b == b'\t' || b == b'\r')
+}
+
 /// Normalises `s` (already JSON-decoded). See the module docs for the steps.
 pub fn normalize(s: &str) -> Normalized {
     // Fast path: printable ASCII plus tab/CR/LF only needs lower-casing.
-    if s.bytes()
-        .all(|b| (0x20..0x7f).contains(&b) || b == b'\n' || b == b'\t' || b == b'\r')
-    {
+    if plain_ascii(s) {
         return Normalized {
             text: s.to_ascii_lowercase(),
             ..Normalized::default()

@@ -41,7 +41,9 @@ impl Rule for EncodedTextBlob {
 
     fn check_text(&self, scope: &Scope<'_>, field: &Field<'_>, _norm: &Normalized, out: &mut Sink) {
         let text = field.text.as_ref();
-        if text.len() < 32 {
+        // Both regexes need 32 bytes of the base64 alphabet in a row (hex
+        // digits are in it too).
+        if text.len() < 32 || crate::rules::decoded::longest_blob_run(text) < 32 {
             return;
         }
         for m in B64.find_iter(text) {
