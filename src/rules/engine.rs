@@ -687,6 +687,10 @@ impl Engine {
         sink: &mut Sink,
     ) {
         self.check_text_rules(scope, field, tool, norm, sink);
+        // Still the field's own normalisation: blobs need a long enough run.
+        if norm.blob_run < crate::rules::decoded::B64_MIN.min(2 * crate::rules::decoded::HEX_MIN) {
+            return;
+        }
         for d in crate::rules::decoded::nested(&field.text) {
             let inner = Field {
                 node: field.node,

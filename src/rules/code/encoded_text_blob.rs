@@ -34,11 +34,11 @@ impl Rule for EncodedTextBlob {
         &self.meta
     }
 
-    fn check_text(&self, scope: &Scope<'_>, field: &Field<'_>, _norm: &Normalized, out: &mut Sink) {
+    fn check_text(&self, scope: &Scope<'_>, field: &Field<'_>, norm: &Normalized, out: &mut Sink) {
         let text = field.text.as_ref();
         // Both regexes need 32 bytes of the base64 alphabet in a row (hex
         // digits are in it too).
-        if text.len() < 32 || crate::rules::decoded::longest_blob_run(text) < 32 {
+        if text.len() < 32 || norm.blob_run < B64_MIN.min(2 * HEX_MIN) {
             return;
         }
         for (start, end) in base64_runs(text, B64_MIN) {

@@ -48,32 +48,16 @@ fn longest_run(
     best
 }
 
-/// True if ASCII `text` has `n` whitespace bytes in a row.
-fn has_ascii_run(text: &str, n: usize) -> bool {
-    let mut run = 0;
-    for &b in text.as_bytes() {
-        run = if matches!(b, b' ' | b'\t'..=b'\r') {
-            run + 1
-        } else {
-            0
-        };
-        if run >= n {
-            return true;
-        }
-    }
-    false
-}
-
 impl Rule for WhitespacePadding {
     fn meta(&self) -> &RuleMeta {
         &self.meta
     }
 
-    fn check_text(&self, scope: &Scope<'_>, field: &Field<'_>, _norm: &Normalized, out: &mut Sink) {
+    fn check_text(&self, scope: &Scope<'_>, field: &Field<'_>, norm: &Normalized, out: &mut Sink) {
         let text = field.text.as_ref();
         // A run long enough to report has at least `NEWLINES` characters, so
         // ASCII text without that many whitespace bytes in a row has none.
-        if text.len() < NEWLINES || (text.is_ascii() && !has_ascii_run(text, NEWLINES)) {
+        if text.len() < NEWLINES || (text.is_ascii() && norm.space_run < NEWLINES) {
             return;
         }
         // Pure ASCII text (most of it) is scanned by byte: the same runs, since
