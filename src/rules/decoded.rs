@@ -181,32 +181,33 @@ pub fn as_text(bytes: &[u8]) -> Option<String> {
     (n >= 8 && controls * 20 <= n && letters * 5 >= n * 2).then(|| s.to_string())
 }
 
-/// The longest run of bytes of the base64 alphabets (standard and URL-safe,
-/// without padding) in `text`. Base64 and hex blobs are such runs, so a text
-/// whose longest run is shorter than a blob has none: most text is checked
-/// by this one byte loop instead of the blob regexes.
-pub fn longest_blob_run(text: &str) -> usize {
-    let (mut run, mut best) = (0usize, 0usize);
-    for &b in text.as_bytes() {
-        if b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/' | b'_' | b'-') {
-            run += 1;
-            best = best.max(run);
-        } else {
-            run = 0;
-        }
+/// The longest run of base64-alphabet bytes and the longest run of hex
+/// digits in `text`, in one pass.
+fn longest_runs(text: &str) -> (usize, usize) {
+    let (mut b, mut best_b, mut h, mut best_h) = (0usize, 0usize, 0usize, 0usize);
+    for &c in text.as_bytes() {
+        b = if b64_std(c) || b64_url(c) { b + 1 } else { 0 };
+        h = if c.is_ascii_hexdigit() { h + 1 } else { 0 };
+        best_b = best_b.max(b);
+        best_h = best_h.max(h);
     }
-    best
+    (best_b, best_h)
 }
 
 /// Every blob of `text` that decodes to text, in order, at most [`MAX_BLOBS`].
 /// Base64 is tried first; a hex run is skipped if it overlaps a base64 blob.
 pub fn blobs(text: &str) -> Vec<Blob> {
     let mut out: Vec<Blob> = Vec::new();
-    // Both kinds need 16 bytes of the alphabet in a row.
-    if text.len() < 16 || longest_blob_run(text) < 16 {
+    // Each kind needs 16 bytes of its alphabet in a row.
+    let (b64_run, hex_run) = if text.len() < 16 {
+        (0, 0)
+    } else {
+        longest_runs(text)
+    };
+    if b64_run < B64_MIN && hex_run < 2 * HEX_MIN {
         return out;
     }
-    for (start, end) in base64_runs(text, B64_MIN) {
+    for (start, end) in base64_runs(text, B64_MIN).take_while(|_| b64_run >= B64_MIN) {
         if out.len() >= MAX_BLOBS {
             return out;
         }
@@ -225,7 +226,7 @@ pub fn blobs(text: &str) -> Vec<Blob> {
             });
         }
     }
-    for (start, end) in hex_runs(text, HEX_MIN) {
+    for (start, end) in hex_runs(text, HEX_MIN).take_while(|_| hex_run >= 2 * HEX_MIN) {
         if out.len() >= MAX_BLOBS {
             break;
         }
