@@ -200,7 +200,7 @@ impl PatternRule {
         &self,
         text: &str,
         present: Option<&[u64]>,
-        starts: Option<(&[(u32, u32)], &[bool])>,
+        starts: Option<Starts<'_>>,
     ) -> Option<(usize, usize)> {
         let m = self
             .regexes
@@ -234,6 +234,10 @@ impl PatternRule {
         Some((m.start(), m.end()))
     }
 }
+
+/// From [`PatternSet::scan`]: `(pattern, offset)` pairs where a present
+/// pattern may begin (sorted), and which patterns have a prefix set.
+type Starts<'a> = (&'a [(u32, u32)], &'a [bool]);
 
 /// A failed rule test case.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -1057,7 +1061,7 @@ impl PatternSet {
     ) {
         let applies = |r: &PatternRule| {
             enabled(&r.meta.id)
-                && r.applies.as_ref().is_none_or(|g| g.is_match(&field.path))
+                && r.applies.as_ref().is_none_or(|g| g.is_match(field.path))
                 && r.tools
                     .as_ref()
                     .is_none_or(|g| tool.is_some_and(|t| g.is_match(t)))
@@ -1172,7 +1176,7 @@ mod tests {
                 for (k, re) in r.regexes.iter().enumerate() {
                     if re.is_match(&n.text) {
                         assert!(
-                            bit(&present, r.first + k),
+                            bit(present, r.first + k),
                             "{} pattern {k} matches but is not present: {t}",
                             r.meta.id
                         );
