@@ -37,7 +37,11 @@
 //! one of them, e.g. `inform`/`tell` for `do\s+not\s+(?:tell|inform)`), and
 //! the literals of all patterns of all rules form one Aho-Corasick automaton.
 //! One pass of it over a field tells which patterns can match at all; only
-//! those regexes run. (A single `RegexSet` of all patterns was tried first: the
+//! those regexes run. The same automaton holds each pattern's prefix literals
+//! (one of which begins every match), and a pattern that has them is searched
+//! anchored at their offsets rather than over the whole text: the first offset
+//! with a match gives the same leftmost match, for a fraction of the bytes.
+//! (A single `RegexSet` of all patterns was tried first: the
 //! bounded repetitions such as `[^.\n]{0,60}` make its DFA explode and it fell
 //! back to a slow engine, about 600 tools/s.)
 
