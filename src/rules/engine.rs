@@ -15,7 +15,7 @@ use std::path::PathBuf;
 
 use crate::finding::{ByteSpan, Confidence, Finding, LineIndex, Related, Severity, Subject};
 use crate::manifest::{Document, Kind, Loaded, NodeId, Server, Tool};
-use crate::rules::normalize::{normalize, Normalized};
+use crate::rules::normalize::{normalize_into, Normalized};
 use crate::rules::pattern::PatternSet;
 
 /// A rule's documentation, in ruff's template.
@@ -118,8 +118,9 @@ pub struct Field<'a> {
     /// The string node (value or key).
     pub node: NodeId,
     /// Field path for `applies_to` globs: `tools/NAME/inputSchema/properties/P/description`;
-    /// a property's own name ends in `#name`.
-    pub path: String,
+    /// a property's own name ends in `#name`. Borrowed from the walk's one
+    /// path buffer (no string per field).
+    pub path: &'a str,
     /// The decoded text.
     pub text: Cow<'a, str>,
     /// True if this is a property name (an object key).
@@ -418,13 +419,14 @@ fn seg(s: &str) -> Cow<'_, str> {
     }
 }
 
-/// Collects every model-visible text field under `node`.
+/// Calls `visit` with every model-visible text field under `node`, in
+/// document order. `path` is the node's field path (restored on return).
 pub fn walk_fields<'d>(
     doc: &'d Document,
     node: NodeId,
     path: &mut String,
     parent_key: &str,
-    out: &mut Vec<Field<'d>>,
+    visit: &mut dyn FnMut(&Field<'_>),
 ) {
     match doc.kind(node) {
         Kind::String => {
@@ -438,9 +440,9 @@ pub fn walk_fields<'d>(
             if text.is_empty() {
                 return;
             }
-            out.push(Field {
+            visit(&Field {
                 node,
-                path: path.clone(),
+                path,
                 text,
                 is_key: false,
             });
@@ -450,7 +452,7 @@ pub fn walk_fields<'d>(
                 for (i, &v) in items.iter().enumerate() {
                     let len = path.len();
                     let _ = write!(path, "/{i}");
-                    walk_fields(doc, v, path, parent_key, out);
+                    walk_fields(doc, v, path, parent_key, visit);
                     path.truncate(len);
                 }
             }
@@ -464,20 +466,20 @@ pub fn walk_fields<'d>(
                     path.push('/');
                     path.push_str(&seg(&key));
                     if named {
-                        let mut name_path = String::with_capacity(path.len() + 6);
-                        name_path.push_str(path);
-                        name_path.push_str("/#name");
-                        out.push(Field {
+                        let l2 = path.len();
+                        path.push_str("/#name");
+                        visit(&Field {
                             node: k,
-                            path: name_path,
+                            path,
                             text: key.clone(),
                             is_key: true,
                         });
+                        path.truncate(l2);
                     }
                     // A property literally named "type" or "format" is a name, not
                     // a keyword, so its value is walked as a schema.
                     let pk = if named { "" } else { key.as_ref() };
-                    walk_fields(doc, v, path, pk, out);
+                    walk_fields(doc, v, path, pk, visit);
                     path.truncate(len);
                 }
             }
@@ -486,18 +488,19 @@ pub fn walk_fields<'d>(
     }
 }
 
-/// Every object schema in a tool's schemas, with field paths.
+/// Calls `visit` with every object schema in a tool's schemas and its field
+/// path, in document order.
 fn walk_schemas(
     doc: &Document,
     node: NodeId,
     path: &mut String,
-    out: &mut Vec<(NodeId, String)>,
+    visit: &mut dyn FnMut(NodeId, &str),
     depth: usize,
 ) {
     if doc.kind(node) != Kind::Object || depth > 64 {
         return;
     }
-    out.push((node, path.clone()));
+    visit(node, path);
     let Some(members) = doc.members(node) else {
         return;
     };
@@ -513,7 +516,7 @@ fn walk_schemas(
                         let l2 = path.len();
                         path.push('/');
                         path.push_str(&seg(&doc.str(pk).unwrap_or_default()));
-                        walk_schemas(doc, pv, path, out, depth + 1);
+                        walk_schemas(doc, pv, path, visit, depth + 1);
                         path.truncate(l2);
                     }
                 }
@@ -528,12 +531,12 @@ fn walk_schemas(
             | "propertyNames"
             | "unevaluatedProperties"
             | "additionalItems" => match doc.kind(v) {
-                Kind::Object => walk_schemas(doc, v, path, out, depth + 1),
+                Kind::Object => walk_schemas(doc, v, path, visit, depth + 1),
                 Kind::Array => {
                     for (i, &x) in doc.array(v).unwrap_or_default().iter().enumerate() {
                         let l2 = path.len();
                         let _ = write!(path, "/{i}");
-                        walk_schemas(doc, x, path, out, depth + 1);
+                        walk_schemas(doc, x, path, visit, depth + 1);
                         path.truncate(l2);
                     }
                 }
@@ -543,7 +546,7 @@ fn walk_schemas(
                 for (i, &x) in doc.array(v).unwrap_or_default().iter().enumerate() {
                     let l2 = path.len();
                     let _ = write!(path, "/{i}");
-                    walk_schemas(doc, x, path, out, depth + 1);
+                    walk_schemas(doc, x, path, visit, depth + 1);
                     path.truncate(l2);
                 }
             }
@@ -674,18 +677,24 @@ impl Engine {
     /// Runs the text rules (declarative and code) over one field, then over
     /// the text decoded from its base64 and hex blobs
     /// ([`crate::rules::decoded`]), reported at the blob's bytes.
+    /// `norm` is scratch space, reused from field to field.
     fn check_field(
         &self,
         scope: &Scope<'_>,
         field: &Field<'_>,
         tool: Option<&str>,
+        norm: &mut Normalized,
         sink: &mut Sink,
     ) {
-        self.check_text_rules(scope, field, tool, sink);
+        self.check_text_rules(scope, field, tool, norm, sink);
+        // Still the field's own normalisation: blobs need a long enough run.
+        if norm.blob_run < crate::rules::decoded::B64_MIN.min(2 * crate::rules::decoded::HEX_MIN) {
+            return;
+        }
         for d in crate::rules::decoded::nested(&field.text) {
             let inner = Field {
                 node: field.node,
-                path: field.path.clone(),
+                path: field.path,
                 text: Cow::Owned(d.text.clone()),
                 is_key: false,
             };
@@ -693,7 +702,7 @@ impl Engine {
                 node: field.node,
                 decoded: d,
             });
-            self.check_text_rules(scope, &inner, tool, sink);
+            self.check_text_rules(scope, &inner, tool, norm, sink);
             sink.within = None;
         }
     }
@@ -703,13 +712,15 @@ impl Engine {
         scope: &Scope<'_>,
         field: &Field<'_>,
         tool: Option<&str>,
+        norm: &mut Normalized,
         sink: &mut Sink,
     ) {
-        let norm = normalize(&field.text);
+        normalize_into(&field.text, norm);
+        let norm = &*norm;
         self.patterns
-            .check(scope, field, &norm, tool, &|id| self.enabled(id), sink);
+            .check(scope, field, norm, tool, &|id| self.enabled(id), sink);
         for r in &self.rules {
-            r.check_text(scope, field, &norm, sink);
+            r.check_text(scope, field, norm, sink);
         }
     }
 
@@ -742,25 +753,24 @@ impl Engine {
                 r.check_server(scope, sink);
             }
         }
-        let mut fields = Vec::new();
+        // One path buffer and one normalisation buffer for the whole server.
+        let mut norm = Normalized::default();
+        let mut path = String::new();
+        let tool_name: Option<&str> = None;
+        let mut check = |f: &Field<'_>| self.check_field(scope, f, tool_name, &mut norm, sink);
         if let Some(n) = server.instructions {
-            walk_fields(
-                doc,
-                n,
-                &mut "instructions".to_string(),
-                "instructions",
-                &mut fields,
-            );
+            path.push_str("instructions");
+            walk_fields(doc, n, &mut path, "instructions", &mut check);
         }
         if let Some(info) = server.server_info {
             for key in ["description", "title"] {
                 if let Some(n) = doc.get(info, key) {
-                    walk_fields(doc, n, &mut format!("serverInfo/{key}"), key, &mut fields);
+                    path.clear();
+                    path.push_str("serverInfo/");
+                    path.push_str(key);
+                    walk_fields(doc, n, &mut path, key, &mut check);
                 }
             }
-        }
-        for f in &fields {
-            self.check_field(scope, f, None, sink);
         }
         self.post_subject(scope, from, sink);
 
@@ -772,46 +782,48 @@ impl Engine {
                     r.check_tool(scope, tool, sink);
                 }
             }
-            let mut schemas = Vec::new();
+            path.clear();
+            path.push_str("tools/");
+            path.push_str(&seg(&tool.name));
+            let base = path.len();
             for (key, n) in [
                 ("inputSchema", tool.input_schema),
                 ("outputSchema", tool.output_schema),
             ] {
                 if let Some(n) = n {
+                    path.truncate(base);
+                    path.push('/');
+                    path.push_str(key);
                     walk_schemas(
                         doc,
                         n,
-                        &mut format!("tools/{}/{key}", seg(&tool.name)),
-                        &mut schemas,
+                        &mut path,
+                        &mut |n, path| {
+                            for r in &self.rules {
+                                if self.enabled(&r.meta().id) {
+                                    r.check_schema(scope, tool, n, path, sink);
+                                }
+                            }
+                        },
                         0,
                     );
                 }
             }
-            for (n, path) in &schemas {
-                for r in &self.rules {
-                    if self.enabled(&r.meta().id) {
-                        r.check_schema(scope, tool, *n, path, sink);
-                    }
-                }
-            }
-            let mut fields = Vec::new();
-            let mut path = format!("tools/{}", seg(&tool.name));
+            path.truncate(base);
             if let Some(members) = doc.members(tool.node) {
+                let mut check =
+                    |f: &Field<'_>| self.check_field(scope, f, Some(&tool.name), &mut norm, sink);
                 for (k, v) in members {
                     let key = doc.str(k).unwrap_or_default();
                     // Icons are fetched by clients, not read by the model.
                     if key == "icons" {
                         continue;
                     }
-                    let len = path.len();
                     path.push('/');
                     path.push_str(&seg(&key));
-                    walk_fields(doc, v, &mut path, &key, &mut fields);
-                    path.truncate(len);
+                    walk_fields(doc, v, &mut path, &key, &mut check);
+                    path.truncate(base);
                 }
-            }
-            for f in &fields {
-                self.check_field(scope, f, Some(&tool.name), sink);
             }
             self.post_subject(scope, from, sink);
         }
@@ -819,17 +831,13 @@ impl Engine {
             for p in list.iter() {
                 sink.set_subject(Subject::Prompt, Some(p.name.clone()));
                 let from = sink.findings.len();
-                let mut fields = Vec::new();
-                walk_fields(
-                    doc,
-                    p.node,
-                    &mut format!("{kind}/{}", seg(&p.name)),
-                    "",
-                    &mut fields,
-                );
-                for f in &fields {
-                    self.check_field(scope, f, None, sink);
-                }
+                path.clear();
+                path.push_str(kind);
+                path.push('/');
+                path.push_str(&seg(&p.name));
+                walk_fields(doc, p.node, &mut path, "", &mut |f| {
+                    self.check_field(scope, f, None, &mut norm, sink)
+                });
                 self.post_subject(scope, from, sink);
             }
         }
@@ -840,19 +848,16 @@ impl Engine {
             for r in list.iter() {
                 sink.set_subject(Subject::Resource, Some(r.name.clone()));
                 let from = sink.findings.len();
-                let mut fields = Vec::new();
-                walk_fields(
-                    doc,
-                    r.node,
-                    &mut format!("{kind}/{}", seg(&r.name)),
-                    "",
-                    &mut fields,
-                );
-                // A resource's URI is an address, not prose.
-                fields.retain(|f| !f.path.ends_with("/uri") && !f.path.ends_with("/uriTemplate"));
-                for f in &fields {
-                    self.check_field(scope, f, None, sink);
-                }
+                path.clear();
+                path.push_str(kind);
+                path.push('/');
+                path.push_str(&seg(&r.name));
+                walk_fields(doc, r.node, &mut path, "", &mut |f| {
+                    // A resource's URI is an address, not prose.
+                    if !f.path.ends_with("/uri") && !f.path.ends_with("/uriTemplate") {
+                        self.check_field(scope, f, None, &mut norm, sink)
+                    }
+                });
                 self.post_subject(scope, from, sink);
             }
         }

@@ -83,6 +83,42 @@ pub struct Normalized {
     pub tag_text: String,
     /// True if a confusable look-alike was folded inside a mixed-script word.
     pub mixed_script: bool,
+    /// The longest run of base64-alphabet bytes (`A-Za-z0-9+/_-`) in the
+    /// *input* text: blob checks skip text whose runs are too short.
+    pub blob_run: usize,
+    /// The longest run of ASCII whitespace bytes in the input text.
+    pub space_run: usize,
+}
+
+/// Byte classes for [`runs`]: bit 0 base64 alphabet, bit 1 ASCII whitespace.
+static CLASS: [u8; 256] = {
+    let mut t = [0u8; 256];
+    let mut i = 0;
+    while i < 256 {
+        let b = i as u8;
+        if b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/' | b'_' | b'-') {
+            t[i] = 1;
+        }
+        if matches!(b, b' ' | b'\t'..=b'\r') {
+            t[i] = 2;
+        }
+        i += 1;
+    }
+    t
+};
+
+/// The longest base64-alphabet run and the longest ASCII whitespace run of
+/// `s`, in one pass (every code rule that looks for them bails out on these).
+fn runs(s: &str) -> (usize, usize) {
+    let (mut b, mut best_b, mut w, mut best_w) = (0usize, 0usize, 0usize, 0usize);
+    for &c in s.as_bytes() {
+        let class = CLASS[usize::from(c)];
+        b = if class & 1 != 0 { b + 1 } else { 0 };
+        w = if class & 2 != 0 { w + 1 } else { 0 };
+        best_b = best_b.max(b);
+        best_w = best_w.max(w);
+    }
+    (best_b, best_w)
 }
 
 impl Normalized {
@@ -106,19 +142,47 @@ impl Normalized {
     }
 }
 
+/// [`normalize`] into `n`, reusing its buffers: printable ASCII text (most
+/// text) costs no allocation once the buffer is big enough.
+pub fn normalize_into(s: &str, n: &mut Normalized) {
+    if plain_ascii(s) {
+        n.text.clear();
+        n.text.push_str(s);
+        n.text.make_ascii_lowercase();
+        n.map = None;
+        n.hidden.clear();
+        n.tag_text.clear();
+        n.mixed_script = false;
+        (n.blob_run, n.space_run) = runs(s);
+    } else {
+        *n = normalize(s);
+    }
+}
+
+/// True if `s` is printable ASCII plus tab, CR and LF only.
+fn plain_ascii(s: &str) -> bool {
+    s.bytes()
+        .all(|b| (0x20..0x7f).contains(&b) || b == b'\n' || b == b'\t' || b == b'\r')
+}
+
 /// Normalises `s` (already JSON-decoded). See the module docs for the steps.
 pub fn normalize(s: &str) -> Normalized {
     // Fast path: printable ASCII plus tab/CR/LF only needs lower-casing.
-    if s.bytes()
-        .all(|b| (0x20..0x7f).contains(&b) || b == b'\n' || b == b'\t' || b == b'\r')
-    {
+    let (blob_run, space_run) = runs(s);
+    if plain_ascii(s) {
         return Normalized {
             text: s.to_ascii_lowercase(),
+            blob_run,
+            space_run,
             ..Normalized::default()
         };
     }
     let mut out: Vec<(char, u32, u32)> = Vec::with_capacity(s.len());
-    let mut n = Normalized::default();
+    let mut n = Normalized {
+        blob_run,
+        space_run,
+        ..Normalized::default()
+    };
     let mut chars = s.char_indices().peekable();
     while let Some((i, c)) = chars.next() {
         let end = i + c.len_utf8();
@@ -324,6 +388,17 @@ mod tests {
         let at = n.text.find(needle).expect("needle in normalised text");
         let (s, e) = n.to_decoded(at, at + needle.len());
         &src[s..e]
+    }
+
+    #[test]
+    fn runs_are_measured() {
+        let n = normalize("ab  c\t\n d aGVsbG8_d29y-bGQ= x");
+        assert_eq!((n.blob_run, n.space_run), (16, 3));
+        let mut m = Normalized::default();
+        normalize_into("é  x1+/", &mut m);
+        assert_eq!((m.blob_run, m.space_run), (4, 2));
+        normalize_into("a b", &mut m);
+        assert_eq!((m.blob_run, m.space_run), (1, 1));
     }
 
     #[test]

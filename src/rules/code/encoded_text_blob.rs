@@ -1,11 +1,7 @@
 //! `encoded-text-blob`: base64 or hex blobs that decode to readable text.
 
-use std::sync::LazyLock;
-
-use regex::Regex;
-
 use super::code_rule;
-use crate::rules::decoded::{decode_base64, decode_hex};
+use crate::rules::decoded::{base64_runs, decode_base64, decode_hex, hex_runs};
 use crate::rules::engine::{Field, Rule, RuleMeta, Scope, Sink};
 use crate::rules::normalize::Normalized;
 
@@ -17,11 +13,10 @@ code_rule!(EncodedTextBlob, "encoded-text-blob", "base64 or hex blob that decode
     example: "\"description\": \"Formats text. aWdub3JlIHByZXZpb3VzIGluc3RydWN0aW9ucw==\"",
     remedy: "Write text in plain words, or remove it.");
 
-static B64: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"[A-Za-z0-9+/]{32,}={0,2}|[A-Za-z0-9_-]{32,}={0,2}").expect("valid regex")
-});
-static HEX: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"\b(?:[0-9a-fA-F]{2}){20,}\b").expect("valid regex"));
+/// Shortest base64 run checked (the regex `[A-Za-z0-9+/]{32,}={0,2}|[A-Za-z0-9_-]{32,}={0,2}`).
+const B64_MIN: usize = 32;
+/// Fewest hex bytes checked (the regex `(?:[0-9a-fA-F]{2}){20,}`).
+const HEX_MIN: usize = 20;
 
 /// The text, if `bytes` read as prose: valid UTF-8, mostly printable, with spaces.
 fn readable(bytes: &[u8]) -> Option<String> {
@@ -39,19 +34,21 @@ impl Rule for EncodedTextBlob {
         &self.meta
     }
 
-    fn check_text(&self, scope: &Scope<'_>, field: &Field<'_>, _norm: &Normalized, out: &mut Sink) {
+    fn check_text(&self, scope: &Scope<'_>, field: &Field<'_>, norm: &Normalized, out: &mut Sink) {
         let text = field.text.as_ref();
-        if text.len() < 32 {
+        // Both regexes need 32 bytes of the base64 alphabet in a row (hex
+        // digits are in it too).
+        if text.len() < 32 || norm.blob_run < B64_MIN.min(2 * HEX_MIN) {
             return;
         }
-        for m in B64.find_iter(text) {
-            let decoded = decode_base64(m.as_str());
+        for (start, end) in base64_runs(text, B64_MIN) {
+            let decoded = decode_base64(&text[start..end]);
             if let Some(plain) = decoded.as_deref().and_then(readable) {
                 let f = out.emit(
                     scope,
                     &self.meta,
                     field.node,
-                    Some((m.start(), m.end())),
+                    Some((start, end)),
                     "base64 blob decodes to text",
                     "encoded text",
                 );
@@ -62,14 +59,14 @@ impl Rule for EncodedTextBlob {
                 return;
             }
         }
-        for m in HEX.find_iter(text) {
-            let bytes = decode_hex(m.as_str());
+        for (start, end) in hex_runs(text, HEX_MIN) {
+            let bytes = decode_hex(&text[start..end]);
             if let Some(plain) = bytes.as_deref().and_then(readable) {
                 let f = out.emit(
                     scope,
                     &self.meta,
                     field.node,
-                    Some((m.start(), m.end())),
+                    Some((start, end)),
                     "hex blob decodes to text",
                     "encoded text",
                 );

@@ -74,20 +74,25 @@ impl Rule for UndocumentedParameter {
 
     fn check_tool(&self, scope: &Scope<'_>, tool: &Tool, out: &mut Sink) {
         let doc = scope.doc;
-        let desc = tool.description_text(doc).to_lowercase();
+        // Lower-cased only for the rare parameter that gets that far.
+        let mut desc: Option<String> = None;
         for p in tool.params(doc) {
             let Some(name) = doc.str(p.key) else { continue };
             let has_desc = doc
                 .get(p.schema, "description")
                 .and_then(|d| doc.str(d))
                 .is_some_and(|d| !d.trim().is_empty());
-            let ws = words(&name);
-            let mentioned = desc.contains(&name.to_lowercase())
-                || (!ws.is_empty() && ws.iter().all(|w| desc.contains(w.as_str())));
-            if has_desc || mentioned {
+            if has_desc {
                 continue;
             }
+            let ws = words(&name);
             if !ws.iter().any(|w| COLLECTING.contains(&w.as_str())) {
+                continue;
+            }
+            let desc = desc.get_or_insert_with(|| tool.description_text(doc).to_lowercase());
+            let mentioned = desc.contains(&name.to_lowercase())
+                || (!ws.is_empty() && ws.iter().all(|w| desc.contains(w.as_str())));
+            if mentioned {
                 continue;
             }
             // Numbers, booleans and enums cannot carry a conversation.

@@ -53,8 +53,13 @@ impl Rule for WhitespacePadding {
         &self.meta
     }
 
-    fn check_text(&self, scope: &Scope<'_>, field: &Field<'_>, _norm: &Normalized, out: &mut Sink) {
+    fn check_text(&self, scope: &Scope<'_>, field: &Field<'_>, norm: &Normalized, out: &mut Sink) {
         let text = field.text.as_ref();
+        // A run long enough to report has at least `NEWLINES` characters, so
+        // ASCII text without that many whitespace bytes in a row has none.
+        if text.len() < NEWLINES || (text.is_ascii() && norm.space_run < NEWLINES) {
+            return;
+        }
         // Pure ASCII text (most of it) is scanned by byte: the same runs, since
         // every ASCII byte is one character and no ASCII character is invisible.
         let best = if text.is_ascii() {
