@@ -562,15 +562,7 @@ fn command_source(
                 Some((n, v)) if !spec.contains("==") => format!("{n}=={v}"),
                 _ => spec,
             };
-            let text = format!("pypi:{spec}");
-            let mut src = Source::parse(&text, allow_unpinned).map_err(|e| e.to_string())?;
-            if let Source::Pypi { script: s, .. } = &mut src {
-                *s = script.clone();
-            }
-            let text = match &script {
-                Some(s) => format!("{text} (script {s})"),
-                None => text,
-            };
+            let (src, text) = pypi_source(&spec, script, allow_unpinned)?;
             Ok((src, it.cloned().collect(), text))
         }
         "node" | "nodejs" => {
@@ -708,16 +700,27 @@ fn pipx_run(args: &[String], allow_unpinned: bool) -> Result<Mapped, String> {
         Some(s) => (s, Some(app)),
         None => (app, None),
     };
+    let (src, text) = pypi_source(&req, script, allow_unpinned)?;
+    Ok((src, it.cloned().collect(), text))
+}
+
+/// The PyPI source for requirement `req` (`PKG==VER`), started at console
+/// script `script` when given, and the resolution as text.
+fn pypi_source(
+    req: &str,
+    script: Option<String>,
+    allow_unpinned: bool,
+) -> Result<(Source, String), String> {
     let text = format!("pypi:{req}");
     let mut src = Source::parse(&text, allow_unpinned).map_err(|e| e.to_string())?;
     if let Source::Pypi { script: s, .. } = &mut src {
-        *s = script.clone();
+        s.clone_from(&script);
     }
     let text = match &script {
         Some(s) => format!("{text} (script {s})"),
         None => text,
     };
-    Ok((src, it.cloned().collect(), text))
+    Ok((src, text))
 }
 
 // ---------------------------------------------------------------------------
@@ -1172,21 +1175,7 @@ mod tests {
                 vec!["--x"],
             ),
         ] {
-            let l = config(&format!(r#""t": {{"command": "uvx", "args": {args}}}"#));
-            let r = resolve(&l, &Pick::default(), false).expect("resolves");
-            match &r.source {
-                Source::Pypi {
-                    name: n,
-                    script: s,
-                    version,
-                } => {
-                    assert_eq!(n, name);
-                    assert_eq!(s.as_deref(), script);
-                    assert!(version.is_some());
-                }
-                other => panic!("{other:?}"),
-            }
-            assert_eq!(r.args, rest);
+            assert_pypi_entry("uvx", args, name, script, &rest);
         }
         let l =
             config(r#""t": {"command": "uv", "args": ["tool", "run", "mcp-server-time==1.0.0"]}"#);
@@ -1291,22 +1280,36 @@ mod tests {
                 vec![],
             ),
         ] {
-            let l = config(&format!(r#""t": {{"command": "pipx", "args": {args}}}"#));
-            let r = resolve(&l, &Pick::default(), false).expect("resolves");
-            match &r.source {
-                Source::Pypi {
-                    name: n,
-                    script: s,
-                    version,
-                } => {
-                    assert_eq!(n, name);
-                    assert_eq!(s.as_deref(), script);
-                    assert!(version.is_some());
-                }
-                other => panic!("{other:?}"),
-            }
-            assert_eq!(r.args, rest);
+            assert_pypi_entry("pipx", args, name, script, &rest);
         }
+    }
+
+    /// A client entry `command args` resolves to PyPI package `name` (pinned),
+    /// started at `script`, with the server's arguments `rest`.
+    fn assert_pypi_entry(
+        command: &str,
+        args: &str,
+        name: &str,
+        script: Option<&str>,
+        rest: &[&str],
+    ) {
+        let l = config(&format!(
+            r#""t": {{"command": "{command}", "args": {args}}}"#
+        ));
+        let r = resolve(&l, &Pick::default(), false).expect("resolves");
+        match &r.source {
+            Source::Pypi {
+                name: n,
+                script: s,
+                version,
+            } => {
+                assert_eq!(n, name, "{command} {args}");
+                assert_eq!(s.as_deref(), script, "{command} {args}");
+                assert!(version.is_some());
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(r.args, rest, "{command} {args}");
     }
 
     #[test]
