@@ -16,6 +16,24 @@
 # The first tuned fetch after an image change also makes the boot snapshot (its prepare time).
 # Needs `mcplint runner setup` first.
 #
+# Measured 2026-11-30 06:14-06:32 UTC, 3 runs each, TCG, debug build, quiet machine (load average about 1):
+#   server                                               mode        wall prepare    boot session     cpu
+#   npm:@modelcontextprotocol/server-memory@2026.8.31    baseline   23.75    8.34    4.61   15.25   15.45
+#   npm:@modelcontextprotocol/server-memory@2026.8.31    main       22.04    8.31    3.60   13.22   13.57
+#   npm:@modelcontextprotocol/server-memory@2026.8.31    tuned      19.25    8.55    0.83   10.19   10.50
+#   npm:@modelcontextprotocol/server-memory@2026.8.31    host        8.74    8.22       -    0.36    0.42
+#     tuned/main: session 0.77, cpu 0.77, boot 0.23
+#   npm:@modelcontextprotocol/server-everything@2026.8.31 baseline  25.84    9.21    4.67   16.01   16.43
+#   npm:@modelcontextprotocol/server-everything@2026.8.31 main      24.83    9.60    3.73   14.34   14.80
+#   npm:@modelcontextprotocol/server-everything@2026.8.31 tuned     20.74    9.05    0.80   11.11   11.31
+#   npm:@modelcontextprotocol/server-everything@2026.8.31 host       9.11    8.23       -    0.41    0.47
+#     tuned/main: session 0.77, cpu 0.76, boot 0.22
+#   pypi:mcp-server-time==2026.10.19                     baseline   47.92   15.71    4.60   31.07   32.00
+#   pypi:mcp-server-time==2026.10.19                     main       46.02   15.50    3.71   29.37   30.16
+#   pypi:mcp-server-time==2026.10.19                     tuned      43.00   15.72    0.82   26.38   27.12
+#   pypi:mcp-server-time==2026.10.19                     host       16.73   15.03       -    1.34    1.28
+#     tuned/main: session 0.90, cpu 0.90, boot 0.22
+#
 # Measured 2026-11-30 05:35-05:48 UTC, 3 runs each, TCG, debug build, load average 5 to 8 (other
 # agents), with the boot snapshot in "tuned":
 #   server                          mode      wall  prepare  boot  session   cpu

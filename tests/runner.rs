@@ -837,6 +837,11 @@ fn vm_tests_enabled() -> bool {
 /// Runs a fetch with its own TMPDIR, and checks that it left nothing behind:
 /// no temporary files and no QEMU or bubblewrap process using them.
 fn vm_fetch(args: &[&str]) -> Run {
+    vm_fetch_env(args, &[])
+}
+
+/// [`vm_fetch`] with extra environment variables.
+fn vm_fetch_env(args: &[&str], env: &[(&str, &Path)]) -> Run {
     let tmp = tempfile::tempdir().expect("tempdir");
     let out_dir = tempfile::tempdir().expect("tempdir");
     let out_path = out_dir.path().join("capture.json");
@@ -852,6 +857,7 @@ fn vm_fetch(args: &[&str]) -> Run {
         .arg(&out_path)
         .args(after)
         .env("TMPDIR", tmp.path())
+        .envs(env.iter().copied())
         .stdin(Stdio::null())
         .output()
         .expect("run mcplint");
@@ -893,6 +899,50 @@ fn fingerprint_of(path: &Path) -> String {
         .next()
         .unwrap_or("")
         .to_owned()
+}
+
+/// A boot snapshot that cannot be restored: the fetch boots cold instead,
+/// says so, and drops the snapshot, which the next fetch makes anew.
+fn damaged_boot_snapshot_falls_back_to_a_cold_boot() {
+    if std::env::var_os("MCPLINT_VM_BASELINE").is_some() {
+        return;
+    }
+    let snaps = tempfile::tempdir().expect("tempdir");
+    let env = [("MCPLINT_VM_SNAPSHOT_DIR", snaps.path())];
+    let echo = format!("file:{}", fixture("echo").display());
+    let tunings = |r: &Run| r.cap()["capture"]["sandbox"]["tunings"].to_string();
+    let first = vm_fetch_env(&[&echo, "--timeout", "150"], &env);
+    assert_eq!(first.code(), 0, "{}", first.stderr());
+    assert!(
+        tunings(&first).contains("boot-snapshot"),
+        "{}",
+        tunings(&first)
+    );
+    let made: Vec<PathBuf> = std::fs::read_dir(snaps.path())
+        .expect("snapshot folder")
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .collect();
+    assert_eq!(made.len(), 1, "{made:?}");
+    let state = made[0].join("state.bin");
+    let bytes = std::fs::read(&state).expect("state");
+    std::fs::write(&state, &bytes[..bytes.len() / 100]).expect("truncate the state");
+    let second = vm_fetch_env(&[&echo, "--timeout", "150"], &env);
+    assert_eq!(second.code(), 0, "{}", second.stderr());
+    assert!(
+        !tunings(&second).contains("boot-snapshot"),
+        "{}",
+        tunings(&second)
+    );
+    assert!(
+        second.cap()["capture"]
+            .to_string()
+            .contains("booted cold instead"),
+        "{}",
+        second.cap()["capture"]
+    );
+    assert_eq!(echo_seen(&second)["argv"], serde_json::json!([]));
+    assert!(!made[0].exists(), "the damaged snapshot was kept");
 }
 
 #[test]
@@ -1181,6 +1231,7 @@ fn microvm_hostile_battery_and_real_servers() {
         );
         eprintln!("{source}: {:.1} s", r.secs);
     }
+    damaged_boot_snapshot_falls_back_to_a_cold_boot();
 }
 
 // ---------------------------------------------------------------------------

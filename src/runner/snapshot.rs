@@ -88,11 +88,20 @@ pub fn key(image: &Image, cfg: &VmConfig, accel: Accel) -> Result<String, String
     Ok(format!("{:x}", h.finalize()))
 }
 
+/// Where snapshots are kept: `MCPLINT_VM_SNAPSHOT_DIR`, else `snapshots` in
+/// mcplint's cache folder.
+pub fn root() -> PathBuf {
+    match std::env::var_os("MCPLINT_VM_SNAPSHOT_DIR") {
+        Some(d) if !d.is_empty() => PathBuf::from(d),
+        _ => super::image::cache_root().join("snapshots"),
+    }
+}
+
 /// The snapshot folder for this machine, made first if missing. Returns the
 /// folder and whether it was made now.
 pub fn ensure(image: &Image, cfg: &VmConfig, accel: Accel) -> Result<(PathBuf, bool), String> {
     let key = key(image, cfg, accel)?;
-    let root = super::image::cache_root().join("snapshots");
+    let root = root();
     let dir = root.join(&key[..32]);
     if is_complete(&dir) {
         return Ok((dir, false));
