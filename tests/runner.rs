@@ -411,22 +411,28 @@ fn unpinned_sources_are_refused() {
     }
 }
 
-/// Starts the fake HTTP server and returns (child, port).
-fn http_server(mode: &str) -> (std::process::Child, u16) {
+/// Starts a fake remote server (a Python script among the fixtures, in
+/// `mode`) and returns (child, port): the script prints its port first.
+fn python_server(script: &str, mode: &str) -> (std::process::Child, u16) {
     use std::io::BufRead;
     let mut child = Command::new("python3")
-        .arg(fixture("fake_http.py"))
+        .arg(fixture(script))
         .arg(mode)
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
-        .expect("start fake http server");
+        .unwrap_or_else(|e| panic!("start {script}: {e}"));
     let mut line = String::new();
     let stdout = child.stdout.take().expect("stdout");
     std::io::BufReader::new(stdout)
         .read_line(&mut line)
         .expect("port");
     (child, line.trim().parse().expect("a port number"))
+}
+
+/// Starts the fake HTTP server and returns (child, port).
+fn http_server(mode: &str) -> (std::process::Child, u16) {
+    python_server("fake_http.py", mode)
 }
 
 #[test]
@@ -466,20 +472,7 @@ fn remote_without_credentials_fails_clearly() {
 
 /// Starts the fake legacy HTTP+SSE server and returns (child, port).
 fn sse_server(mode: &str) -> (std::process::Child, u16) {
-    use std::io::BufRead;
-    let mut child = Command::new("python3")
-        .arg(fixture("fake_sse.py"))
-        .arg(mode)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start fake sse server");
-    let mut line = String::new();
-    let stdout = child.stdout.take().expect("stdout");
-    std::io::BufReader::new(stdout)
-        .read_line(&mut line)
-        .expect("port");
-    (child, line.trim().parse().expect("a port number"))
+    python_server("fake_sse.py", mode)
 }
 
 #[test]
