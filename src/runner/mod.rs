@@ -593,25 +593,8 @@ fn namespaces_command(
 ) -> Result<Command, RunnerError> {
     let bwrap = vm::which("bwrap")
         .ok_or_else(|| RunnerError::NoVm("bubblewrap (bwrap) is not installed".into()))?;
-    let mut c = vm::bwrap_base(&bwrap);
-    c.arg("--ro-bind")
-        .arg(image.runtime_dir())
-        .arg("/usr")
-        .args([
-            "--symlink",
-            "usr/lib",
-            "/lib",
-            "--symlink",
-            "usr/lib64",
-            "/lib64",
-            "--symlink",
-            "usr/bin",
-            "/bin",
-        ])
-        .args([
-            "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--dir", "/home", "--chdir",
-            "/tmp",
-        ])
+    let mut c = vm::bwrap_with_usr(&bwrap, &image.runtime_dir());
+    c.args(["--dir", "/home", "--chdir", "/tmp"])
         .arg("--ro-bind")
         .arg(&p.dir)
         .arg(APP_DIR)

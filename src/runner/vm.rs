@@ -396,12 +396,14 @@ pub fn bwrap_base(bwrap: &Path) -> Command {
     c
 }
 
-/// [`bwrap_base`] plus what a VMM binary (QEMU, Firecracker) needs to run:
-/// the host's `/usr` read-only with the usual `/lib`, `/bin` links, `/proc`,
-/// `/dev` and a tmpfs `/tmp`. Nothing of the user's home is visible.
-pub fn bwrap_for_vmm(bwrap: &Path) -> Command {
+/// [`bwrap_base`] with `usr` read-only as `/usr` and the usual `/lib`,
+/// `/lib64`, `/bin` links to it, `/proc`, `/dev` and a tmpfs `/tmp`: the
+/// file system both sandboxed runs (a VMM, or the server itself) start from.
+pub fn bwrap_with_usr(bwrap: &Path, usr: &Path) -> Command {
     let mut c = bwrap_base(bwrap);
-    c.args(["--ro-bind", "/usr", "/usr"])
+    c.arg("--ro-bind")
+        .arg(usr)
+        .arg("/usr")
         .args([
             "--symlink",
             "usr/lib",
@@ -409,16 +411,20 @@ pub fn bwrap_for_vmm(bwrap: &Path) -> Command {
             "--symlink",
             "usr/lib64",
             "/lib64",
-        ])
-        .args([
             "--symlink",
             "usr/bin",
             "/bin",
-            "--symlink",
-            "usr/sbin",
-            "/sbin",
         ])
         .args(["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]);
+    c
+}
+
+/// What a VMM binary (QEMU, Firecracker) needs to run: the host's `/usr`
+/// through [`bwrap_with_usr`], plus `/sbin`. Nothing of the user's home is
+/// visible.
+pub fn bwrap_for_vmm(bwrap: &Path) -> Command {
+    let mut c = bwrap_with_usr(bwrap, Path::new("/usr"));
+    c.args(["--symlink", "usr/sbin", "/sbin"]);
     c
 }
 
