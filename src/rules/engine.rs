@@ -323,6 +323,23 @@ pub fn related(
     }
 }
 
+/// Every pair of distinct servers among `servers`, each once: `(i, a, k,
+/// b)` with `k < i`, for the cross-server rules. A server listed twice (the
+/// same name in the same file) is not paired with itself.
+pub fn server_pairs<'s, 'a>(
+    servers: &'s [Scope<'a>],
+) -> impl Iterator<Item = (usize, &'s Scope<'a>, usize, &'s Scope<'a>)> {
+    servers.iter().enumerate().flat_map(move |(i, a)| {
+        servers[..i]
+            .iter()
+            .enumerate()
+            .filter(move |(_, b)| {
+                !(a.server.name == b.server.name && std::ptr::eq(a.loaded, b.loaded))
+            })
+            .map(move |(k, b)| (i, a, k, b))
+    })
+}
+
 /// Points `f` at a tool of another server (`other` in `b`), for the
 /// cross-server rules: a note with its file, line and column, and, when both
 /// servers are in the same file, a related span on its name (a related span

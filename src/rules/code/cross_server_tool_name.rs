@@ -22,37 +22,32 @@ impl Rule for CrossServerToolName {
     }
 
     fn check_agent(&self, servers: &[Scope<'_>], out: &mut Sink) {
-        for (i, a) in servers.iter().enumerate() {
-            for b in &servers[..i] {
-                if a.server.name == b.server.name && std::ptr::eq(a.loaded, b.loaded) {
-                    continue;
-                }
-                for t in &a.server.tools {
-                    if let Some(o) = b.server.tools.iter().find(|o| key(&o.name) == key(&t.name)) {
-                        out.set_subject(Subject::Tool, Some(t.name.clone()));
-                        let f = out.emit(
-                            a,
-                            &self.meta,
-                            t.name_node,
-                            None,
-                            format!(
-                                "tool `{}` of server `{}` clashes with `{}` of server `{}`",
-                                crate::display::visible(&t.name),
-                                crate::display::visible(&a.server.name),
-                                crate::display::visible(&o.name),
-                                crate::display::visible(&b.server.name)
-                            ),
-                            "same name as another server's tool",
-                        );
-                        crate::rules::engine::point_at_other_tool(
-                            f,
-                            a,
-                            b,
-                            o,
-                            "other definition",
-                            "other server's tool",
-                        );
-                    }
+        for (_, a, _, b) in crate::rules::engine::server_pairs(servers) {
+            for t in &a.server.tools {
+                if let Some(o) = b.server.tools.iter().find(|o| key(&o.name) == key(&t.name)) {
+                    out.set_subject(Subject::Tool, Some(t.name.clone()));
+                    let f = out.emit(
+                        a,
+                        &self.meta,
+                        t.name_node,
+                        None,
+                        format!(
+                            "tool `{}` of server `{}` clashes with `{}` of server `{}`",
+                            crate::display::visible(&t.name),
+                            crate::display::visible(&a.server.name),
+                            crate::display::visible(&o.name),
+                            crate::display::visible(&b.server.name)
+                        ),
+                        "same name as another server's tool",
+                    );
+                    crate::rules::engine::point_at_other_tool(
+                        f,
+                        a,
+                        b,
+                        o,
+                        "other definition",
+                        "other server's tool",
+                    );
                 }
             }
         }

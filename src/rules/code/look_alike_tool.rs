@@ -420,44 +420,39 @@ impl Rule for LookAlikeTool {
                     .collect()
             })
             .collect();
-        for (i, a) in servers.iter().enumerate() {
-            for (k, b) in servers[..i].iter().enumerate() {
-                if a.server.name == b.server.name && std::ptr::eq(a.loaded, b.loaded) {
-                    continue;
-                }
-                for (t, ft) in a.server.tools.iter().zip(&all[i]) {
-                    for (o, fo) in b.server.tools.iter().zip(&all[k]) {
-                        if ft.key == fo.key {
-                            continue; // cross-server-tool-name reports it
-                        }
-                        let Some((severity, why)) = grade(ft, fo) else {
-                            continue;
-                        };
-                        out.set_subject(Subject::Tool, Some(t.name.clone()));
-                        let f = out.emit(
-                            a,
-                            &self.meta,
-                            t.name_node,
-                            None,
-                            format!(
-                                "tool `{}` of server `{}` looks like `{}` of server `{}`: {why}",
-                                crate::display::visible(&t.name),
-                                crate::display::visible(&a.server.name),
-                                crate::display::visible(&o.name),
-                                crate::display::visible(&b.server.name)
-                            ),
-                            "look-alike of another server's tool",
-                        );
-                        f.severity = severity;
-                        crate::rules::engine::point_at_other_tool(
-                            f,
-                            a,
-                            b,
-                            o,
-                            "the other tool",
-                            "the other server's tool",
-                        );
+        for (i, a, k, b) in crate::rules::engine::server_pairs(servers) {
+            for (t, ft) in a.server.tools.iter().zip(&all[i]) {
+                for (o, fo) in b.server.tools.iter().zip(&all[k]) {
+                    if ft.key == fo.key {
+                        continue; // cross-server-tool-name reports it
                     }
+                    let Some((severity, why)) = grade(ft, fo) else {
+                        continue;
+                    };
+                    out.set_subject(Subject::Tool, Some(t.name.clone()));
+                    let f = out.emit(
+                        a,
+                        &self.meta,
+                        t.name_node,
+                        None,
+                        format!(
+                            "tool `{}` of server `{}` looks like `{}` of server `{}`: {why}",
+                            crate::display::visible(&t.name),
+                            crate::display::visible(&a.server.name),
+                            crate::display::visible(&o.name),
+                            crate::display::visible(&b.server.name)
+                        ),
+                        "look-alike of another server's tool",
+                    );
+                    f.severity = severity;
+                    crate::rules::engine::point_at_other_tool(
+                        f,
+                        a,
+                        b,
+                        o,
+                        "the other tool",
+                        "the other server's tool",
+                    );
                 }
             }
         }
