@@ -155,12 +155,7 @@ impl Transport for HttpTransport {
                 self.session = Some(s.to_owned());
             }
         }
-        let ctype = resp
-            .headers()
-            .get("content-type")
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or("")
-            .to_ascii_lowercase();
+        let ctype = content_type(resp.headers());
         let left = self.max_bytes.saturating_sub(self.read);
         if status == 202 || id.is_none() {
             return Ok(());
@@ -326,4 +321,13 @@ fn fetch_sse(
 ) -> Result<Manifest, ClientError> {
     let t = super::sse::SseTransport::connect(url, headers, opts)?;
     Client::new(t, opts.clone()).fetch()
+}
+
+/// A response's `Content-Type`, lower-cased (empty when missing or not text).
+pub(super) fn content_type(headers: &ureq::http::HeaderMap) -> String {
+    headers
+        .get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .to_ascii_lowercase()
 }

@@ -208,12 +208,7 @@ impl SseTransport {
             message: e.to_string(),
         })?;
         let status = resp.status().as_u16();
-        let ctype = resp
-            .headers()
-            .get("content-type")
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or("")
-            .to_ascii_lowercase();
+        let ctype = super::http::content_type(resp.headers());
         if !(200..300).contains(&status) || !ctype.starts_with("text/event-stream") {
             return Err(ClientError::Protocol {
                 method: "GET (HTTP+SSE stream)".into(),
