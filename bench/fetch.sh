@@ -1,19 +1,25 @@
 #!/usr/bin/env bash
 # Median wall time of `mcplint fetch` in the microVM, next to the same servers started directly on
-# the host (--no-sandbox), and next to the microVM with its start-up tunings off
-# (MCPLINT_VM_BASELINE=1: no fast-boot kernel parameters, no Node flags, no boot snapshot), and next
-# to "main" (MCPLINT_VM_SNAPSHOT=0: the tunings main had before the boot snapshot), all in the
-# same run.
+# the host (--no-sandbox), all in the same run, in these modes:
+#   baseline  start-up tunings off (MCPLINT_VM_BASELINE=1: no fast-boot kernel parameters, no Node
+#             flags, no snapshots);
+#   main      the tunings without any snapshot (MCPLINT_VM_SNAPSHOT=0);
+#   cold      the boot snapshot, no warm snapshot (MCPLINT_VM_WARM=0): a package's first fetch as it
+#             was before warm snapshots;
+#   first     a package's first fetch now: the boot snapshot, and the warm snapshot saved on the way
+#             (the package's warm snapshot is deleted before each such run);
+#   warm      a later fetch of the same package, restoring the warm snapshot `first` saved;
+#   host      --no-sandbox.
 #
 #   bash bench/fetch.sh [RUNS] [SERVER...]   (default 3 runs per server and mode, the three servers below)
 #
-# The modes alternate within each round (baseline, main, tuned, host, baseline, ...) so a
-# change in the machine's load hits all of them alike. Prints, per server and mode, medians of:
-# the whole command's wall time; prepare (npm/pip download + unpack + disk image); boot (spawn ->
-# guest /init starting the server); session (spawn -> tools/list answered); cpu (CPU seconds of
-# bubblewrap + QEMU from spawn to exit: on a shared, loaded machine this moves far less than wall
-# time, so compare it first); then the tuned/baseline and tuned/main ratios of session and cpu.
-# The first tuned fetch after an image change also makes the boot snapshot (its prepare time).
+# The modes alternate within each round (baseline, main, cold, first, warm, host, baseline, ...) so
+# a change in the machine's load hits all of them alike. Snapshots live in a folder of the run's own
+# (the first fetch makes the boot snapshot: that goes into its prepare time). Prints, per server and
+# mode, medians of: the whole command's wall time; prepare (npm/pip download + unpack + disk image);
+# boot (spawn -> guest /init starting the server, or resuming it); session (spawn -> tools/list
+# answered); cpu (CPU seconds of bubblewrap + QEMU from spawn to exit: on a shared, loaded machine
+# this moves far less than wall time, so compare it first); then ratios against `cold` and `main`.
 # Needs `mcplint runner setup` first.
 #
 # Measured 2026-11-30 06:14-06:32 UTC, 3 runs each, TCG, debug build, quiet machine (load average about 1):
@@ -77,6 +83,7 @@ if [ "$PROFILE" = release ]; then cargo build --quiet --release; else cargo buil
 BIN=./target/$PROFILE/mcplint
 OUT="$(mktemp -d)"
 trap 'rm -rf "$OUT"' EXIT
+export MCPLINT_VM_SNAPSHOT_DIR="$OUT/snapshots"
 SERVERS=("$@")
 if [ ${#SERVERS[@]} -eq 0 ]; then
   SERVERS=(
@@ -85,7 +92,7 @@ if [ ${#SERVERS[@]} -eq 0 ]; then
     "pypi:mcp-server-time==2026.10.19"
   )
 fi
-MODES=(baseline main tuned host)
+MODES=(baseline main cold first warm host)
 for s in "${!SERVERS[@]}"; do
   src="${SERVERS[$s]}"
   for i in $(seq 1 "$RUNS"); do
@@ -96,7 +103,9 @@ for s in "${!SERVERS[@]}"; do
         host) flags=(--no-sandbox) ;;
         baseline) envs=(MCPLINT_VM_BASELINE=1) ;;
         main) envs=(MCPLINT_VM_BASELINE=0 MCPLINT_VM_SNAPSHOT=0) ;;
-        tuned) envs=(MCPLINT_VM_BASELINE=0) ;;
+        cold) envs=(MCPLINT_VM_BASELINE=0 MCPLINT_VM_WARM=0) ;;
+        first) envs=(MCPLINT_VM_BASELINE=0); rm -rf "$MCPLINT_VM_SNAPSHOT_DIR/.warm" ;;
+        warm) envs=(MCPLINT_VM_BASELINE=0) ;;
       esac
       f="$OUT/$s-$mode-$i"
       start=$(date +%s.%N)
@@ -116,7 +125,7 @@ med = lambda v: statistics.median(v) if v else None
 fmt = lambda x: f"{x:7.2f}" if x is not None else "      -"
 for s, src in enumerate(servers):
     rows = {}
-    for mode in ("baseline", "main", "tuned", "host"):
+    for mode in ("baseline", "main", "cold", "first", "warm", "host"):
         wall, prep, boot, sess, cpu, accel = [], [], [], [], [], set()
         for i in range(1, runs + 1):
             f = os.path.join(out, f"{s}-{mode}-{i}")
@@ -129,15 +138,16 @@ for s, src in enumerate(servers):
             prep.append(tm.get("prepare_s", 0.0))
             if "boot_s" in tm:
                 boot.append(tm["boot_s"])
-            # spawn -> tools/list answered = handshake + tools/list.
-            sess.append(tm["handshake_s"] + tm.get("tools/list_s", 0.0))
+            # spawn -> tools/list answered = warm-up (a snapshot machine's, before the first
+            # MCP message) + handshake + tools/list.
+            sess.append(tm.get("warmup_s", 0.0) + tm["handshake_s"] + tm.get("tools/list_s", 0.0))
             if "sandbox_cpu_s" in tm:
                 cpu.append(tm["sandbox_cpu_s"])
             accel.add(c["sandbox"].get("accelerator") or "-")
         rows[mode] = (med(wall), med(prep), med(boot), med(sess), med(cpu))
         print(f"{src:<52} {mode:<8} {fmt(rows[mode][0])} {fmt(rows[mode][1])} {fmt(rows[mode][2])} {fmt(rows[mode][3])} {fmt(rows[mode][4])}  {','.join(sorted(accel)):>5}  {len(wall)}")
-    for ref in ("baseline", "main"):
-        b, t = rows[ref], rows["tuned"]
-        ratio = lambda k: f"{t[k] / b[k]:.2f}" if t[k] and b[k] else "-"
-        print(f"{'':<52} tuned/{ref}: session {ratio(3)}, cpu {ratio(4)}, boot {ratio(2)}")
+    for mode, ref in (("cold", "main"), ("first", "cold"), ("warm", "cold"), ("warm", "main")):
+        b, t = rows.get(ref), rows.get(mode)
+        ratio = lambda k: f"{t[k] / b[k]:.2f}" if t and b and t[k] and b[k] else "-"
+        print(f"{'':<52} {mode}/{ref}: session {ratio(3)}, cpu {ratio(4)}, boot {ratio(2)}")
 PY

@@ -894,16 +894,39 @@ fn fingerprint_of(path: &Path) -> String {
         .to_owned()
 }
 
-/// A boot snapshot that cannot be restored: the fetch boots cold instead,
-/// says so, and drops the snapshot, which the next fetch makes anew.
-fn damaged_boot_snapshot_falls_back_to_a_cold_boot() {
+/// The complete snapshot folders (not the dot folders) directly in `dir`.
+fn snapshot_dirs(dir: &Path) -> Vec<PathBuf> {
+    std::fs::read_dir(dir)
+        .map(|rd| {
+            rd.filter_map(Result::ok)
+                .filter(|e| !e.file_name().to_string_lossy().starts_with('.'))
+                .map(|e| e.path())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Keeps the first hundredth of a snapshot's saved state.
+fn truncate_state(dir: &Path) {
+    let state = dir.join("state.bin");
+    let bytes = std::fs::read(&state).expect("state");
+    std::fs::write(&state, &bytes[..bytes.len() / 100]).expect("truncate the state");
+}
+
+/// Snapshots that cannot be restored. A damaged warm snapshot: the fetch
+/// restores the boot snapshot instead, says so, drops the damaged one and
+/// saves it anew. A damaged boot snapshot: the fetch boots cold, says so,
+/// and drops it (the next fetch makes it anew).
+fn damaged_snapshots_fall_back() {
     if std::env::var_os("MCPLINT_VM_BASELINE").is_some() {
         return;
     }
     let snaps = tempfile::tempdir().expect("tempdir");
+    let warm_root = snaps.path().join(".warm");
     let env = [("MCPLINT_VM_SNAPSHOT_DIR", snaps.path())];
     let echo = format!("file:{}", fixture("echo").display());
     let tunings = |r: &Run| r.cap()["capture"]["sandbox"]["tunings"].to_string();
+    let notes = |r: &Run| r.cap()["capture"]["notes"].to_string();
     let first = vm_fetch_env(&[&echo, "--timeout", "150"], &env);
     assert_eq!(first.code(), 0, "{}", first.stderr());
     assert!(
@@ -911,31 +934,67 @@ fn damaged_boot_snapshot_falls_back_to_a_cold_boot() {
         "{}",
         tunings(&first)
     );
-    let made: Vec<PathBuf> = std::fs::read_dir(snaps.path())
-        .expect("snapshot folder")
-        .filter_map(Result::ok)
-        .map(|e| e.path())
-        .collect();
-    assert_eq!(made.len(), 1, "{made:?}");
-    let state = made[0].join("state.bin");
-    let bytes = std::fs::read(&state).expect("state");
-    std::fs::write(&state, &bytes[..bytes.len() / 100]).expect("truncate the state");
+    let boot = snapshot_dirs(snaps.path());
+    assert_eq!(boot.len(), 1, "{boot:?}");
+    let warm = snapshot_dirs(&warm_root);
+    assert_eq!(warm.len(), 1, "{warm:?} {}", notes(&first));
+
+    truncate_state(&warm[0]);
     let second = vm_fetch_env(&[&echo, "--timeout", "150"], &env);
     assert_eq!(second.code(), 0, "{}", second.stderr());
     assert!(
-        !tunings(&second).contains("boot-snapshot"),
+        tunings(&second).contains("boot-snapshot"),
         "{}",
         tunings(&second)
     );
     assert!(
-        second.cap()["capture"]
-            .to_string()
-            .contains("booted cold instead"),
+        !tunings(&second).contains("warm-snapshot"),
         "{}",
-        second.cap()["capture"]
+        tunings(&second)
+    );
+    assert!(
+        notes(&second).contains("the warm snapshot did not start"),
+        "{}",
+        notes(&second)
+    );
+    assert!(
+        notes(&second).contains("saved this server's warm snapshot"),
+        "{}",
+        notes(&second)
     );
     assert_eq!(echo_seen(&second)["argv"], serde_json::json!([]));
-    assert!(!made[0].exists(), "the damaged snapshot was kept");
+    // Saved anew, whole.
+    let state = std::fs::metadata(warm[0].join("state.bin")).expect("saved anew");
+    assert!(state.len() > 1 << 20, "{}", state.len());
+
+    let third = vm_fetch_env(&[&echo, "--timeout", "150"], &env);
+    assert_eq!(third.code(), 0, "{}", third.stderr());
+    assert!(
+        tunings(&third).contains("warm-snapshot"),
+        "{}",
+        tunings(&third)
+    );
+    assert_eq!(echo_seen(&third)["argv"], serde_json::json!([]));
+
+    truncate_state(&boot[0]);
+    let no_warm = [
+        ("MCPLINT_VM_SNAPSHOT_DIR", snaps.path()),
+        ("MCPLINT_VM_WARM", Path::new("0")),
+    ];
+    let fourth = vm_fetch_env(&[&echo, "--timeout", "150"], &no_warm);
+    assert_eq!(fourth.code(), 0, "{}", fourth.stderr());
+    assert!(
+        !tunings(&fourth).contains("boot-snapshot"),
+        "{}",
+        tunings(&fourth)
+    );
+    assert!(
+        notes(&fourth).contains("booted cold instead"),
+        "{}",
+        notes(&fourth)
+    );
+    assert_eq!(echo_seen(&fourth)["argv"], serde_json::json!([]));
+    assert!(!boot[0].exists(), "the damaged snapshot was kept");
 }
 
 #[test]
@@ -1057,22 +1116,59 @@ fn microvm_hostile_battery_and_real_servers() {
         !report["env"].as_str().unwrap_or("").contains("CARGO"),
         "host environment leaked: {report}"
     );
-    // Two fetches restored from the same boot snapshot: neither sees what
-    // the other left, and their random numbers differ (the go line's seed).
+    // The first fetch restored the boot snapshot and saved the spy's warm
+    // snapshot; the second restored that. Neither sees what the other left
+    // behind, the random numbers drawn per request differ (the go lines'
+    // seeds) and both read the host's time; what the spy drew while
+    // starting is shared, which proves the second really resumed the
+    // first's saved server (without warm snapshots it differs).
     assert_eq!(r2.code(), 0, "{}", r2.stderr());
     let report2: Value =
         serde_json::from_str(r2.cap()["tools"][0]["description"].as_str().unwrap_or("{}"))
             .expect("spy report");
+    let now_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock")
+        .as_millis() as f64;
     for rep in [&report, &report2] {
         assert_eq!(rep["leftover"], "none", "{rep}");
         assert_eq!(rep["random"].as_str().map(str::len), Some(32), "{rep}");
+        assert_eq!(
+            rep["request_random"].as_str().map(str::len),
+            Some(32),
+            "{rep}"
+        );
+        let t = rep["request_time"].as_f64().unwrap_or(0.0);
+        assert!(
+            (now_ms - t).abs() < 600_000.0,
+            "guest clock {t} vs {now_ms}: {rep}"
+        );
     }
-    assert_ne!(report["random"], report2["random"]);
-    assert_ne!(report["math_random"], report2["math_random"]);
+    assert_ne!(report["request_random"], report2["request_random"]);
     let tunings = |c: &Value| c["capture"]["sandbox"]["tunings"].to_string();
+    let warm = tunings(r2.cap()).contains("warm-snapshot");
     if std::env::var_os("MCPLINT_VM_BASELINE").is_none() {
         assert!(tunings(c).contains("boot-snapshot"), "{}", tunings(c));
-        assert!(tunings(r2.cap()).contains("boot-snapshot"));
+        let saved = c["capture"]["notes"].to_string();
+        if std::env::var_os("MCPLINT_VM_WARM").is_none_or(|v| v != "0") {
+            assert!(
+                saved.contains("saved this server's warm snapshot"),
+                "{saved}"
+            );
+            assert!(warm, "{}", tunings(r2.cap()));
+            assert!(r2.cap()["capture"]["timings"]["warmup_s"]
+                .as_f64()
+                .is_some());
+        } else {
+            assert!(tunings(r2.cap()).contains("boot-snapshot"));
+        }
+    }
+    if warm {
+        assert_eq!(report["random"], report2["random"]);
+        assert_eq!(report["math_random"], report2["math_random"]);
+    } else {
+        assert_ne!(report["random"], report2["random"]);
+        assert_ne!(report["math_random"], report2["math_random"]);
     }
     let cap = &c["capture"];
     assert_eq!(cap["sandbox"]["boundary"], "microvm");
@@ -1224,7 +1320,7 @@ fn microvm_hostile_battery_and_real_servers() {
         );
         eprintln!("{source}: {:.1} s", r.secs);
     }
-    damaged_boot_snapshot_falls_back_to_a_cold_boot();
+    damaged_snapshots_fall_back();
 }
 
 // ---------------------------------------------------------------------------

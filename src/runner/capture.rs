@@ -44,6 +44,10 @@ pub struct Provenance {
     pub boot_s: Option<f64>,
     /// Seconds spent preparing the package on the host (download, unpack, disk).
     pub prepare_s: Option<f64>,
+    /// Seconds from spawn to the first MCP message: the warm-up of a
+    /// snapshot machine (see `runner::warm`); the handshake's and the lists'
+    /// times count from there.
+    pub warmup_s: Option<f64>,
     /// Seconds from spawn to the end of the session.
     pub wall_s: Option<f64>,
     /// CPU seconds the sandbox's processes used (bubblewrap and QEMU, for a
@@ -110,6 +114,9 @@ pub fn build(m: &Manifest, p: &Provenance) -> Value {
     }
     if let Some(s) = p.boot_s {
         timings.insert("boot_s".into(), round(s));
+    }
+    if let Some(s) = p.warmup_s {
+        timings.insert("warmup_s".into(), round(s));
     }
     timings.insert("handshake_s".into(), round(t.handshake_s));
     for (method, secs, pages) in &t.lists {

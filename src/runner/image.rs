@@ -26,7 +26,7 @@ use sha2::{Digest, Sha256};
 use super::RunnerError;
 
 /// Bumped whenever the recipe below changes.
-const RECIPE: &str = "mcplint-guest-image-v2";
+const RECIPE: &str = "mcplint-guest-image-v3";
 /// The guest init script.
 pub const INIT: &str = include_str!("../../guest/init");
 /// The guest's vsock-to-stdio bridge (Firecracker has no virtio-serial).

@@ -26,6 +26,7 @@ pub mod source;
 pub mod spec;
 pub mod sse;
 pub mod vm;
+pub mod warm;
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -243,7 +244,11 @@ pub fn fetch(target: &Target, opts: &FetchOptions) -> Result<Value, RunnerError>
             prov.resolved_version = Some(prepared.version.clone());
             prov.integrity = prepared.integrity.clone();
             if matches!(prepared.runtime, source::Runtime::Python) {
-                source::precompile_python(&prepared.dir);
+                let run_dir = match opts.sandbox {
+                    Sandbox::None => prepared.dir.clone(),
+                    _ => std::path::PathBuf::from(APP_DIR),
+                };
+                source::precompile_python(&prepared.dir, &run_dir);
             }
             let result = match opts.sandbox {
                 Sandbox::None => {
@@ -287,40 +292,6 @@ pub fn fetch(target: &Target, opts: &FetchOptions) -> Result<Value, RunnerError>
                     prov.notes.extend(notes);
                     argv.extend(opts.server_args.iter().cloned());
                     write_guest_launcher(&prepared, &argv, &opts.env)?;
-                    // The boot snapshot needs QEMU, no network device (the
-                    // snapshot machine has none) and a package disk of the
-                    // snapshot slot's fixed size.
-                    let want_snapshot = matches!(backend, firecracker::Backend::Qemu(_))
-                        && hosts.is_empty()
-                        && snapshot::enabled();
-                    let disk = work.path.join("app.ext4");
-                    let want_snapshot = want_snapshot
-                        && {
-                            let current = image.is_current_recipe();
-                            if !current {
-                                prov.notes.push(
-                                "the guest image predates the boot snapshot: cold boot (run `mcplint runner setup`)"
-                                    .into(),
-                            );
-                            }
-                            current
-                        };
-                    let sized = want_snapshot
-                        && image::make_ext4_sized(
-                            &prepared.dir,
-                            &disk,
-                            "app",
-                            snapshot::APP_DISK_BYTES,
-                        )?;
-                    if !sized {
-                        if want_snapshot {
-                            prov.notes.push(
-                                "the package does not fit the boot snapshot's disk slot: cold boot"
-                                    .into(),
-                            );
-                        }
-                        image::make_ext4(&prepared.dir, &disk, "app")?;
-                    }
                     prov.backend = backend.name().into();
                     prov.accelerator = Some(backend.accel().name().into());
                     if matches!(backend, firecracker::Backend::Qemu(_)) {
@@ -329,95 +300,16 @@ pub fn fetch(target: &Target, opts: &FetchOptions) -> Result<Value, RunnerError>
                     prov.image_hash = Some(image.id());
                     prov.argv = argv;
                     match backend {
-                        firecracker::Backend::Qemu(accel) => {
-                            let egress = if hosts.is_empty() {
-                                None
-                            } else {
-                                let dir = work.path.join("egress");
-                                let proxy = egress::Egress::start(&hosts, &dir)
-                                    .map_err(|e| RunnerError::io("starting the egress proxy", e))?;
-                                let relay = std::env::current_exe().map_err(|e| {
-                                    RunnerError::io("finding the relay (this program)", e)
-                                })?;
-                                let spec = vm::EgressSpec {
-                                    hosts: hosts.clone(),
-                                    socket_dir: dir,
-                                    relay,
-                                };
-                                Some((proxy, spec))
-                            };
-                            let snap = if sized {
-                                match snapshot::ensure(&image, &opts.vm, accel) {
-                                    Ok((dir, made)) => {
-                                        if made {
-                                            prov.notes.push(format!(
-                                                "made the boot snapshot (once per image and machine): {}",
-                                                dir.display()
-                                            ));
-                                        }
-                                        Some(dir)
-                                    }
-                                    Err(e) => {
-                                        prov.notes
-                                            .push(format!("no boot snapshot ({e}): cold boot"));
-                                        None
-                                    }
-                                }
-                            } else {
-                                None
-                            };
-                            let (boot, go) = match &snap {
-                                Some(dir) => {
-                                    let go = snapshot::go_line().map_err(RunnerError::NoVm)?;
-                                    prov.tunings.push("boot-snapshot".into());
-                                    (vm::Boot::Restore(dir), Some(go))
-                                }
-                                None => (vm::Boot::Cold, None),
-                            };
-                            let cmd = vm::command_boot(
-                                &image,
-                                Some(&disk),
-                                &opts.vm,
-                                accel,
-                                egress.as_ref().map(|(_, spec)| spec),
-                                boot,
-                            )?;
-                            prov.prepare_s = Some(t0.elapsed().as_secs_f64());
-                            let started = Instant::now();
-                            let mut r = run_stdio_after(cmd, go.as_deref(), opts, &mut prov, t0);
-                            let unstarted = matches!(
-                                r,
-                                Err(RunnerError::Vm { .. } | RunnerError::Session { .. })
-                            ) && prov.boot_s.is_none();
-                            if let (Some(dir), true) = (&snap, unstarted) {
-                                // The restored guest never reached its server (so
-                                // nothing of the package ran): a damaged or
-                                // unloadable state would fail every fetch, so drop
-                                // it (the next fetch makes it anew) and boot cold,
-                                // within what is left of the wall-clock limit.
-                                let _ = std::fs::remove_dir_all(dir);
-                                prov.notes.push(format!(
-                                    "the boot snapshot did not start ({}): removed; booted cold instead",
-                                    r.as_ref().err().map(|e| e.to_string()).unwrap_or_default().lines().next().unwrap_or_default()
-                                ));
-                                prov.tunings.retain(|t| t != "boot-snapshot");
-                                let mut rest = opts.clone();
-                                rest.timeout = opts.timeout.saturating_sub(started.elapsed());
-                                let cmd = vm::command_boot(
-                                    &image,
-                                    Some(&disk),
-                                    &opts.vm,
-                                    accel,
-                                    None,
-                                    vm::Boot::Cold,
-                                )?;
-                                r = run_stdio_after(cmd, None, &rest, &mut prov, t0);
-                            }
-                            if let Some((proxy, _)) = egress {
-                                prov.egress = Some(proxy.finish());
-                            }
-                            r.map_err(|e| with_egress_log(e, prov.egress.as_ref()))
-                        }
+                        firecracker::Backend::Qemu(accel) => run_qemu(
+                            &image,
+                            &prepared.dir,
+                            &work.path,
+                            &hosts,
+                            accel,
+                            opts,
+                            &mut prov,
+                            t0,
+                        ),
                         firecracker::Backend::Firecracker => {
                             if !hosts.is_empty() {
                                 // The egress proxy is wired into QEMU's user network
@@ -427,6 +319,8 @@ pub fn fetch(target: &Target, opts: &FetchOptions) -> Result<Value, RunnerError>
                                         .into(),
                                 ));
                             }
+                            let disk = work.path.join("app.ext4");
+                            image::make_ext4(&prepared.dir, &disk, "app")?;
                             prov.prepare_s = Some(t0.elapsed().as_secs_f64());
                             run_firecracker(&image, &disk, &work.path, opts, &mut prov, t0)
                         }
@@ -438,6 +332,220 @@ pub fn fetch(target: &Target, opts: &FetchOptions) -> Result<Value, RunnerError>
         }
     };
     Ok(capture::build(&manifest, &prov))
+}
+
+/// Whether a QEMU run failed before its server started (so nothing of the
+/// package ran): the snapshot it restored is then suspect.
+fn unstarted(r: &Result<Manifest, RunnerError>, prov: &capture::Provenance) -> bool {
+    matches!(r, Err(RunnerError::Vm { .. } | RunnerError::Session { .. })) && prov.boot_s.is_none()
+}
+
+/// `opts` with what is left of its wall-clock limit after `since`.
+fn remaining(opts: &FetchOptions, since: Instant) -> FetchOptions {
+    let mut rest = opts.clone();
+    rest.timeout = opts.timeout.saturating_sub(since.elapsed());
+    rest
+}
+
+/// Runs the package in `tree` under QEMU, fastest first: a restore of the
+/// package's warm snapshot ([`warm`]); else a restore of the boot snapshot
+/// ([`snapshot`]), saving the warm one on the way; else a cold boot. A
+/// snapshot that fails to restore before the server starts is removed and
+/// the next way is tried within what is left of the time limit. With
+/// allowed hosts the machine has a network device, which no snapshot has:
+/// cold boot.
+#[allow(clippy::too_many_arguments)]
+fn run_qemu(
+    image: &image::Image,
+    tree: &std::path::Path,
+    work: &std::path::Path,
+    hosts: &[String],
+    accel: vm::Accel,
+    opts: &FetchOptions,
+    prov: &mut capture::Provenance,
+    t0: Instant,
+) -> Result<Manifest, RunnerError> {
+    let started = Instant::now();
+    let cold_disk = work.join("app.ext4");
+    if !hosts.is_empty() {
+        image::make_ext4(tree, &cold_disk, "app")?;
+        let dir = work.join("egress");
+        let proxy = egress::Egress::start(hosts, &dir)
+            .map_err(|e| RunnerError::io("starting the egress proxy", e))?;
+        let relay = std::env::current_exe()
+            .map_err(|e| RunnerError::io("finding the relay (this program)", e))?;
+        let spec = vm::EgressSpec {
+            hosts: hosts.to_vec(),
+            socket_dir: dir,
+            relay,
+        };
+        let cmd = vm::command_boot(
+            image,
+            Some(&cold_disk),
+            &opts.vm,
+            accel,
+            Some(&spec),
+            vm::Boot::Cold,
+        )?;
+        prov.prepare_s = Some(t0.elapsed().as_secs_f64());
+        let r = run_stdio_after(cmd, None, Warmup::None, opts, prov, t0);
+        prov.egress = Some(proxy.finish());
+        return r.map_err(|e| with_egress_log(e, prov.egress.as_ref()));
+    }
+    let snapshots = snapshot::enabled() && {
+        let current = image.is_current_recipe();
+        if !current {
+            prov.notes.push(
+                "the guest image predates the boot snapshot: cold boot (run `mcplint runner setup`)"
+                    .into(),
+            );
+        }
+        current
+    };
+    // 1. The package's warm snapshot.
+    let mut warm_key = None;
+    if snapshots && warm::enabled() {
+        match snapshot::key(image, &opts.vm, accel).and_then(|b| warm::key(&b, tree)) {
+            Ok(key) => {
+                if let Some(dir) = warm::find(&key) {
+                    let run = work.join("vmrun");
+                    std::fs::create_dir_all(&run)
+                        .map_err(|e| RunnerError::io("creating the VM's run folder", e))?;
+                    let cmd = vm::command_boot(
+                        image,
+                        Some(&dir.join(warm::DISK)),
+                        &opts.vm,
+                        accel,
+                        None,
+                        vm::Boot::Restore(&dir, &run),
+                    )?;
+                    prov.tunings.push("warm-snapshot".into());
+                    let note = format!(
+                        "restored this package's warm snapshot, saved {}: its server started then, from the same files, arguments and environment, and had received nothing",
+                        warm::saved_at(&dir)
+                    );
+                    prov.notes.push(note.clone());
+                    prov.prepare_s = Some(t0.elapsed().as_secs_f64());
+                    let r = run_stdio_after(cmd, None, Warmup::Resume(&run), opts, prov, t0);
+                    if !unstarted(&r, prov) {
+                        return r;
+                    }
+                    let _ = std::fs::remove_dir_all(&dir);
+                    prov.notes.retain(|n| *n != note);
+                    prov.tunings.retain(|t| t != "warm-snapshot");
+                    prov.notes.push(format!(
+                        "the warm snapshot did not start ({}): removed",
+                        first_line(&r)
+                    ));
+                }
+                warm_key = Some(key);
+            }
+            Err(e) => prov.notes.push(format!("no warm snapshot ({e})")),
+        }
+    }
+    // 2. The boot snapshot, saving the warm one on the way.
+    let mut making = match &warm_key {
+        Some(_) => match warm::Making::new() {
+            Ok(m) => Some(m),
+            Err(e) => {
+                prov.notes.push(format!("no warm snapshot ({e})"));
+                None
+            }
+        },
+        None => None,
+    };
+    let disk = making
+        .as_ref()
+        .map_or(cold_disk.clone(), |m| m.path().join(warm::DISK));
+    let sized = snapshots && image::make_ext4_sized(tree, &disk, "app", snapshot::APP_DISK_BYTES)?;
+    if snapshots && !sized {
+        prov.notes
+            .push("the package does not fit the boot snapshot's disk slot: cold boot".into());
+    }
+    if sized {
+        match snapshot::ensure(image, &opts.vm, accel) {
+            Ok((dir, made)) => {
+                if made {
+                    prov.notes.push(format!(
+                        "made the boot snapshot (once per image and machine): {}",
+                        dir.display()
+                    ));
+                }
+                let run = match &making {
+                    Some(m) => m.path().to_path_buf(),
+                    None => work.join("vmrun"),
+                };
+                std::fs::create_dir_all(&run)
+                    .map_err(|e| RunnerError::io("creating the VM's run folder", e))?;
+                let go = snapshot::go_line(making.is_some()).map_err(RunnerError::NoVm)?;
+                prov.tunings.push("boot-snapshot".into());
+                let cmd = vm::command_boot(
+                    image,
+                    Some(&disk),
+                    &opts.vm,
+                    accel,
+                    None,
+                    vm::Boot::Restore(&dir, &run),
+                )?;
+                prov.prepare_s = Some(t0.elapsed().as_secs_f64());
+                let warmup = match &making {
+                    Some(_) => Warmup::Save(&run),
+                    None => Warmup::None,
+                };
+                let r =
+                    run_stdio_after(cmd, Some(&go), warmup, &remaining(opts, started), prov, t0);
+                if let (Ok(_), Some(key)) = (&r, &warm_key) {
+                    if let Some(m) = making.take().filter(warm::Making::saved) {
+                        match m.install(key) {
+                            Ok(at) => prov.notes.push(format!(
+                                "saved this server's warm snapshot for later fetches of the same package: {}",
+                                at.display()
+                            )),
+                            Err(e) => prov.notes.push(format!("the warm snapshot was not kept: {e}")),
+                        }
+                    }
+                }
+                if !unstarted(&r, prov) {
+                    return r;
+                }
+                // A damaged or unloadable state would fail every fetch: drop
+                // it (the next fetch makes it anew) and boot cold.
+                let _ = std::fs::remove_dir_all(&dir);
+                prov.notes.push(format!(
+                    "the boot snapshot did not start ({}): removed; booted cold instead",
+                    first_line(&r)
+                ));
+                prov.tunings.retain(|t| t != "boot-snapshot");
+            }
+            Err(e) => prov
+                .notes
+                .push(format!("no boot snapshot ({e}): cold boot")),
+        }
+    }
+    // 3. A cold boot.
+    let disk = if sized && disk.exists() {
+        disk
+    } else {
+        image::make_ext4(tree, &cold_disk, "app")?;
+        cold_disk
+    };
+    let cmd = vm::command_boot(image, Some(&disk), &opts.vm, accel, None, vm::Boot::Cold)?;
+    if prov.prepare_s.is_none() {
+        prov.prepare_s = Some(t0.elapsed().as_secs_f64());
+    }
+    run_stdio_after(cmd, None, Warmup::None, &remaining(opts, started), prov, t0)
+}
+
+/// The first line of a run's error, for a note.
+fn first_line(r: &Result<Manifest, RunnerError>) -> String {
+    r.as_ref()
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default()
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .to_owned()
 }
 
 /// Checks `allow_hosts` against the target: only a microVM gets a network.
@@ -649,14 +757,29 @@ fn run_stdio(
     prov: &mut capture::Provenance,
     t0: Instant,
 ) -> Result<Manifest, RunnerError> {
-    run_stdio_after(cmd, None, opts, prov, t0)
+    run_stdio_after(cmd, None, Warmup::None, opts, prov, t0)
+}
+
+/// What the host does between starting a snapshot machine and its MCP
+/// session (see [`warm`]); the field is the VM's run folder.
+enum Warmup<'a> {
+    /// Nothing.
+    None,
+    /// Wait until the guest says its server has loaded (or will not
+    /// settle), save the machine, resume it, and send the go line on the
+    /// control port.
+    Save(&'a std::path::Path),
+    /// A restored warm snapshot: send the go line on the control port.
+    Resume(&'a std::path::Path),
 }
 
 /// [`run_stdio`], writing `preamble` (a restored guest's go line) to the
-/// child's stdin before the first MCP message.
+/// child's stdin before the first MCP message, and doing `warmup` before
+/// the session.
 fn run_stdio_after(
     cmd: Command,
     preamble: Option<&[u8]>,
+    warmup: Warmup<'_>,
     opts: &FetchOptions,
     prov: &mut capture::Provenance,
     t0: Instant,
@@ -672,7 +795,33 @@ fn run_stdio_after(
             .map_err(|e| RunnerError::io(&format!("writing to {program}"), e))?;
     }
     let spawned = Instant::now();
+    let mut run = run;
     let watchdog = Watchdog::start(run.id(), opts.timeout);
+    // Held open for the session: the guest has read its line by then.
+    let _ctl = match warm_up(&mut run, &warmup, prov) {
+        Ok(c) => {
+            if !matches!(warmup, Warmup::None) {
+                prov.warmup_s = Some(spawned.elapsed().as_secs_f64());
+            }
+            c
+        }
+        Err(msg) => {
+            let fired = watchdog.stop();
+            run.finish(Duration::from_millis(200));
+            prov.stderr_tail = run.stderr.text();
+            return Err(if fired {
+                RunnerError::WallClock {
+                    secs: opts.timeout.as_secs(),
+                    stderr_tail: prov.stderr_tail.clone(),
+                }
+            } else {
+                RunnerError::Vm {
+                    msg,
+                    stderr_tail: prov.stderr_tail.clone(),
+                }
+            });
+        }
+    };
     session(
         run,
         watchdog,
@@ -682,6 +831,96 @@ fn run_stdio_after(
         prov,
         t0,
     )
+}
+
+/// Does `warmup` for the VM `run` (under its watchdog): returns the control
+/// connection to keep open, or why the VM cannot go on. Saving never fails
+/// the fetch: without a warm snapshot the session runs all the same.
+fn warm_up(
+    run: &mut Running,
+    warmup: &Warmup<'_>,
+    prov: &mut capture::Provenance,
+) -> Result<Option<std::os::unix::net::UnixStream>, String> {
+    /// What came of waiting for the guest console.
+    enum Heard {
+        /// The `n`th of the lines waited for.
+        Line(usize),
+        /// The VM ended first.
+        Ended,
+        /// Nothing within the limit.
+        Silent,
+    }
+    let wait = |run: &mut Running, lines: &[&str], limit: Duration| -> Heard {
+        let start = Instant::now();
+        loop {
+            if let Some(i) = lines.iter().position(|l| run.stderr.seen(l).is_some()) {
+                return Heard::Line(i);
+            }
+            if run.finish_if_exited().is_some() {
+                return Heard::Ended;
+            }
+            if start.elapsed() > limit {
+                return Heard::Silent;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    };
+    let resumed = ["mcplint-guest: resumed", "mcplint-guest: error"];
+    // The guest polls for the go line for 60 s; it takes it in well under a
+    // second once sent.
+    let go_limit = Duration::from_secs(30);
+    match warmup {
+        Warmup::None => Ok(None),
+        Warmup::Save(dir) => {
+            // The guest says idle or busy within about 60 s of the start.
+            let settle = Duration::from_secs(120);
+            match wait(run, &["mcplint-guest: idle", "mcplint-guest: busy"], settle) {
+                // The session that follows reports what the server did.
+                Heard::Ended => return Ok(None),
+                Heard::Silent => {
+                    prov.notes.push(
+                        "no warm snapshot: the guest never said whether its server had loaded"
+                            .into(),
+                    );
+                    return Ok(None);
+                }
+                Heard::Line(0) => {
+                    if let Err(e) = warm::save(dir) {
+                        // A failed save leaves the VM running (QEMU resumes
+                        // it) unless resuming failed too, which the session
+                        // then shows.
+                        let _ = std::fs::remove_file(dir.join(snapshot::STATE));
+                        prov.notes
+                            .push(format!("no warm snapshot: saving failed ({e})"));
+                    }
+                }
+                Heard::Line(_) => prov.notes.push(
+                    "no warm snapshot: the server was still using CPU 60 s after it started".into(),
+                ),
+            }
+            // Without the go line the saved state would be useless (every
+            // restore sends it); the server itself runs on regardless.
+            let ctl = warm::send_go(dir, Duration::from_secs(10));
+            let took = ctl.is_ok() && matches!(wait(run, &resumed, go_limit), Heard::Line(0));
+            if !took {
+                if dir.join(snapshot::STATE).exists() {
+                    prov.notes.push(
+                        "no warm snapshot: the guest did not take its go line after the save"
+                            .into(),
+                    );
+                }
+                let _ = std::fs::remove_file(dir.join(snapshot::STATE));
+            }
+            Ok(ctl.ok())
+        }
+        Warmup::Resume(dir) => {
+            let ctl = warm::send_go(dir, Duration::from_secs(10))?;
+            match wait(run, &resumed, go_limit) {
+                Heard::Line(0) => Ok(Some(ctl)),
+                _ => Err("the guest did not take its go line on the control port".into()),
+            }
+        }
+    }
 }
 
 /// Boots the package under Firecracker and runs the session over the
@@ -755,7 +994,10 @@ fn session(
     });
     prov.stderr_tail = run.stderr.text();
     prov.wall_s = Some(t0.elapsed().as_secs_f64());
-    if let Some(at) = run.stderr.seen("mcplint-guest: start") {
+    // A restored warm snapshot started its server before it was saved:
+    // its start is when it resumed.
+    let start = run.stderr.seen("mcplint-guest: start");
+    if let Some(at) = start.or_else(|| run.stderr.seen("mcplint-guest: resumed")) {
         prov.boot_s = Some(at.duration_since(spawned).as_secs_f64());
     }
     match result {

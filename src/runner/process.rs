@@ -83,11 +83,17 @@ struct TailInner {
     marks: Vec<(&'static str, Instant)>,
 }
 
-/// Lines the guest init prints, whose arrival times are kept.
+/// Lines the guest init prints, whose arrival times are kept. (The server's
+/// stderr shares the console, so a server can print them too: nothing here
+/// trusts them beyond timing its own fetch.)
 pub const MARKERS: &[&str] = &[
     "mcplint-guest: init",
     "mcplint-guest: start",
     "mcplint-guest: ready",
+    "mcplint-guest: idle",
+    "mcplint-guest: busy",
+    "mcplint-guest: resumed",
+    "mcplint-guest: error",
 ];
 
 impl Tail {

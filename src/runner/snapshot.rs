@@ -37,7 +37,7 @@ use super::vm::{self, Accel, Boot, VmConfig};
 
 /// Bumped whenever the snapshot protocol (guest init's snapshot mode, the go
 /// line, the file layout) changes.
-const VERSION: &str = "mcplint-boot-snapshot-v1";
+const VERSION: &str = "mcplint-boot-snapshot-v2";
 /// The migrated VM state, inside a snapshot folder.
 pub const STATE: &str = "state.bin";
 /// The placeholder package disk (sparse, [`APP_DISK_BYTES`] long).
@@ -74,7 +74,7 @@ pub fn key(image: &Image, cfg: &VmConfig, accel: Accel) -> Result<String, String
         cfg,
         accel,
         None,
-        Boot::Restore(Path::new("/key/snap")),
+        Boot::Restore(Path::new("/key/snap"), Path::new("/key/run")),
     )
     .map_err(|e| e.to_string())?;
     let mut h = Sha256::new();
@@ -116,6 +116,7 @@ pub fn ensure(image: &Image, cfg: &VmConfig, accel: Accel) -> Result<(PathBuf, b
     super::process::unregister_dir(tmp.path());
     made?;
     let _ = std::fs::remove_file(tmp.path().join(QMP));
+    let _ = std::fs::remove_file(tmp.path().join(vm::CTL));
     let tmp = tmp.keep();
     // Another fetch may have made the same snapshot meanwhile: keep either.
     if std::fs::rename(&tmp, &dir).is_err() {
@@ -127,7 +128,9 @@ pub fn ensure(image: &Image, cfg: &VmConfig, accel: Accel) -> Result<(PathBuf, b
             ));
         }
     }
-    // Snapshots of older images or QEMU builds are unreachable now.
+    // Snapshots of older images or QEMU builds are unreachable now, and so
+    // is every package's warm snapshot (each was saved from a restore of
+    // the boot snapshot).
     if let Ok(rd) = std::fs::read_dir(&root) {
         for e in rd.filter_map(Result::ok) {
             let name = e.file_name();
@@ -137,6 +140,7 @@ pub fn ensure(image: &Image, cfg: &VmConfig, accel: Accel) -> Result<(PathBuf, b
             }
         }
     }
+    super::warm::clear();
     Ok((dir, true))
 }
 
@@ -179,7 +183,8 @@ fn make(image: &Image, cfg: &VmConfig, accel: Accel, dir: &Path) -> Result<(), S
         }
         std::thread::sleep(Duration::from_millis(20));
     }
-    let saved = save_over_qmp(&dir.join(QMP), start);
+    let saved = save_over_qmp(&dir.join(QMP), &format!("{}/{STATE}", vm::SNAP_DIR), start)
+        .and_then(|qmp| qmp.quit());
     if let Err(e) = saved {
         return Err(fail(&mut run, &format!("saving the VM state: {e}")));
     }
@@ -191,23 +196,45 @@ fn make(image: &Image, cfg: &VmConfig, accel: Accel, dir: &Path) -> Result<(), S
     Ok(())
 }
 
-/// Migrates the running VM to [`STATE`] through QMP, then quits QEMU.
-fn save_over_qmp(socket: &Path, start: Instant) -> Result<(), String> {
-    let stream = UnixStream::connect(socket).map_err(|e| format!("QMP socket: {e}"))?;
-    stream
-        .set_read_timeout(Some(Duration::from_secs(30)))
-        .map_err(|e| e.to_string())?;
-    let mut w = stream.try_clone().map_err(|e| e.to_string())?;
-    let mut r = BufReader::new(stream);
-    let mut line = String::new();
-    // The greeting.
-    r.read_line(&mut line).map_err(|e| format!("QMP: {e}"))?;
-    let mut ask = |cmd: serde_json::Value| -> Result<serde_json::Value, String> {
-        w.write_all(format!("{cmd}\n").as_bytes())
+/// A QMP connection to a running QEMU.
+pub struct Qmp {
+    w: UnixStream,
+    r: BufReader<UnixStream>,
+}
+
+impl Qmp {
+    /// Connects and leaves the capabilities negotiation mode.
+    pub fn connect(socket: &Path) -> Result<Qmp, String> {
+        let stream = UnixStream::connect(socket).map_err(|e| format!("QMP socket: {e}"))?;
+        stream
+            .set_read_timeout(Some(Duration::from_secs(30)))
+            .map_err(|e| e.to_string())?;
+        let w = stream.try_clone().map_err(|e| e.to_string())?;
+        let mut q = Qmp {
+            w,
+            r: BufReader::new(stream),
+        };
+        // The greeting.
+        let mut line = String::new();
+        q.r.read_line(&mut line).map_err(|e| format!("QMP: {e}"))?;
+        q.ask(serde_json::json!({"execute": "qmp_capabilities"}))?;
+        Ok(q)
+    }
+
+    /// Runs one command and returns its `return` value.
+    pub fn ask(&mut self, cmd: serde_json::Value) -> Result<serde_json::Value, String> {
+        self.w
+            .write_all(format!("{cmd}\n").as_bytes())
             .map_err(|e| format!("QMP: {e}"))?;
+        let mut line = String::new();
         loop {
             line.clear();
-            if r.read_line(&mut line).map_err(|e| format!("QMP: {e}"))? == 0 {
+            if self
+                .r
+                .read_line(&mut line)
+                .map_err(|e| format!("QMP: {e}"))?
+                == 0
+            {
                 return Err("QMP closed".into());
             }
             let v: serde_json::Value =
@@ -220,14 +247,26 @@ fn save_over_qmp(socket: &Path, start: Instant) -> Result<(), String> {
                 return Ok(ret.clone());
             }
         }
-    };
-    ask(serde_json::json!({"execute": "qmp_capabilities"}))?;
+    }
+
+    /// Quits QEMU.
+    pub fn quit(mut self) -> Result<(), String> {
+        let _ = self.ask(serde_json::json!({"execute": "quit"}));
+        Ok(())
+    }
+}
+
+/// Migrates the running VM to `uri_path` (a path inside the sandbox)
+/// through QMP and waits until that is complete; QEMU then holds the VM
+/// paused. `start` and [`MAKE_LIMIT`] bound the wait.
+pub fn save_over_qmp(socket: &Path, uri_path: &str, start: Instant) -> Result<Qmp, String> {
+    let mut qmp = Qmp::connect(socket)?;
     // The VM keeps running while it is saved (the guest is blocked on a
     // read): the destination then starts running as soon as it is loaded.
-    ask(serde_json::json!({"execute": "migrate",
-        "arguments": {"uri": format!("file:{}/{STATE}", vm::SNAP_DIR)}}))?;
+    qmp.ask(serde_json::json!({"execute": "migrate",
+        "arguments": {"uri": format!("file:{uri_path}")}}))?;
     loop {
-        let st = ask(serde_json::json!({"execute": "query-migrate"}))?;
+        let st = qmp.ask(serde_json::json!({"execute": "query-migrate"}))?;
         match st.get("status").and_then(|s| s.as_str()) {
             Some("completed") => break,
             Some("failed") | Some("cancelled") => {
@@ -238,22 +277,28 @@ fn save_over_qmp(socket: &Path, start: Instant) -> Result<(), String> {
         if start.elapsed() > MAKE_LIMIT {
             return Err("the migration did not complete in time".into());
         }
-        std::thread::sleep(Duration::from_millis(50));
+        std::thread::sleep(Duration::from_millis(20));
     }
-    let _ = ask(serde_json::json!({"execute": "quit"}));
-    Ok(())
+    Ok(qmp)
 }
 
-/// The line the host writes first to a restored guest: `go` and 32 fresh
-/// random bytes (hex) for its RNG.
-pub fn go_line() -> Result<Vec<u8>, String> {
+/// The line the host writes first to a restored guest: `go`, 32 fresh
+/// random bytes (hex) for its RNG, the host's time (Unix seconds) for its
+/// clock, and `warm` when the guest should wait for its server to load so
+/// that the host can save the package's warm snapshot (else `-`).
+pub fn go_line(warm: bool) -> Result<Vec<u8>, String> {
     use std::io::Read;
     let mut seed = [0u8; 32];
     std::fs::File::open("/dev/urandom")
         .and_then(|mut f| f.read_exact(&mut seed))
         .map_err(|e| format!("reading /dev/urandom: {e}"))?;
     let hex: String = seed.iter().map(|b| format!("{b:02x}")).collect();
-    Ok(format!("go {hex}\n").into_bytes())
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    let mode = if warm { "warm" } else { "-" };
+    Ok(format!("go {hex} {now} {mode}\n").into_bytes())
 }
 
 #[cfg(test)]
@@ -262,10 +307,13 @@ mod tests {
 
     #[test]
     fn the_go_line_carries_a_fresh_seed() {
-        let a = go_line().unwrap();
-        let b = go_line().unwrap();
-        assert_eq!(a.len(), 3 + 64 + 1);
-        assert!(a.starts_with(b"go ") && a.ends_with(b"\n"));
-        assert_ne!(a, b);
+        let a = String::from_utf8(go_line(false).unwrap()).unwrap();
+        let b = String::from_utf8(go_line(true).unwrap()).unwrap();
+        let words: Vec<&str> = a.split_whitespace().collect();
+        assert_eq!(words.len(), 4, "{a}");
+        assert_eq!((words[0], words[1].len(), words[3]), ("go", 64, "-"));
+        assert!(words[2].parse::<u64>().unwrap() > 1_700_000_000, "{a}");
+        assert!(a.ends_with('\n') && b.ends_with(" warm\n"), "{b}");
+        assert_ne!(a.split(' ').nth(1), b.split(' ').nth(1));
     }
 }

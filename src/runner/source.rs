@@ -803,7 +803,11 @@ fn console_scripts(text: &str) -> Vec<(String, String)> {
 /// `buildenv` (pip and the build requirements of an sdist built in the
 /// guest) is compiled too: under emulation, compiling pip on every run costs
 /// minutes.
-pub fn precompile_python(dir: &Path) {
+/// `run_dir` is where the tree is when it runs (`/app` in a sandbox): the
+/// bytecode names its source files under it, so tracebacks show real paths
+/// and the same package compiles to the same bytes on every fetch (the warm
+/// snapshot's key is a digest of the tree).
+pub fn precompile_python(dir: &Path, run_dir: &Path) {
     for sub in ["site", "buildenv"] {
         if !dir.join(sub).is_dir() {
             continue;
@@ -818,6 +822,11 @@ pub fn precompile_python(dir: &Path) {
                 "--invalidation-mode",
                 "unchecked-hash",
             ])
+            .arg("-d")
+            .arg(run_dir.join(sub))
+            // Constant sets are written in hash order: a fixed seed keeps
+            // the bytes the same from one fetch to the next.
+            .env("PYTHONHASHSEED", "0")
             .arg(dir.join(sub))
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null())

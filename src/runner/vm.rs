@@ -190,13 +190,21 @@ pub enum Boot<'a> {
     /// folder (which holds the placeholder package disk); the caller saves
     /// the state once the guest says it is ready.
     Save(&'a Path),
-    /// Restore the state saved in this folder (read-only) instead of booting.
-    Restore(&'a Path),
+    /// Restore the state saved in the first folder (read-only) instead of
+    /// booting; the second (writable) gets this run's control and QMP
+    /// sockets, and the package's warm state when one is saved.
+    Restore(&'a Path, &'a Path),
 }
 
 /// Where [`Boot::Save`] and [`Boot::Restore`] see their folder inside the
 /// sandbox.
 pub const SNAP_DIR: &str = "/snap";
+/// Where a snapshot machine sees its writable run folder (for
+/// [`Boot::Save`], the snapshot folder itself).
+pub const RUN_DIR: &str = "/vmrun";
+/// The control port's socket, in the run folder: the host's go line after a
+/// restore of a package's warm snapshot (see [`super::warm`]).
+pub const CTL: &str = "ctl.sock";
 
 /// The whole command: bubblewrap around QEMU. `app_disk` is the package disk
 /// (absent for the probe).
@@ -247,9 +255,11 @@ pub fn command_boot(
         // QEMU writes the state and its QMP socket there.
         Boot::Save(dir) => {
             c.arg("--bind").arg(dir).arg(SNAP_DIR);
+            c.arg("--bind").arg(dir).arg(RUN_DIR);
         }
-        Boot::Restore(dir) => {
+        Boot::Restore(dir, run) => {
             c.arg("--ro-bind").arg(dir).arg(SNAP_DIR);
+            c.arg("--bind").arg(run).arg(RUN_DIR);
         }
     }
     if accel == Accel::Kvm {
@@ -307,14 +317,26 @@ pub fn command_boot(
         "-device",
         "virtio-serial-device",
     ])
-    .args(["-device", "virtserialport,chardev=mcp,name=mcp"])
-    .args(["-device", "virtio-rng-device"])
-    .args(["-kernel", "/img/vmlinux", "-initrd", "/img/initrd.cpio"])
-    .args([
-        "-drive",
-        "file=/img/runtime.ext4,if=none,id=rt,format=raw,readonly=on",
-    ])
-    .args(["-device", "virtio-blk-device,drive=rt"]);
+    .args(["-device", "virtserialport,chardev=mcp,name=mcp"]);
+    if !matches!(boot, Boot::Cold) {
+        // A snapshot machine has a control port too (the same devices on
+        // both sides of a save), and a QMP socket to save it through.
+        c.args([
+            "-chardev",
+            &format!("socket,id=ctl,path={RUN_DIR}/{CTL},server=on,wait=off"),
+            "-device",
+            "virtserialport,chardev=ctl,name=ctl",
+            "-qmp",
+            &format!("unix:{RUN_DIR}/{},server=on,wait=off", super::snapshot::QMP),
+        ]);
+    }
+    c.args(["-device", "virtio-rng-device"])
+        .args(["-kernel", "/img/vmlinux", "-initrd", "/img/initrd.cpio"])
+        .args([
+            "-drive",
+            "file=/img/runtime.ext4,if=none,id=rt,format=raw,readonly=on",
+        ])
+        .args(["-device", "virtio-blk-device,drive=rt"]);
     let app_file = match boot {
         Boot::Save(_) => Some(format!("{SNAP_DIR}/{}", super::snapshot::PLACEHOLDER)),
         _ => app_disk.map(|_| "/disk/app.ext4".to_owned()),
@@ -343,15 +365,8 @@ pub fn command_boot(
         Boot::Cold => {}
         Boot::Save(_) => {
             line.push_str(" mcplint.snapshot=1");
-            c.args([
-                "-qmp",
-                &format!(
-                    "unix:{SNAP_DIR}/{},server=on,wait=off",
-                    super::snapshot::QMP
-                ),
-            ]);
         }
-        Boot::Restore(_) => {
+        Boot::Restore(..) => {
             line.push_str(" mcplint.snapshot=1");
             c.args([
                 "-incoming",
