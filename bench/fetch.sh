@@ -92,7 +92,8 @@ if [ ${#SERVERS[@]} -eq 0 ]; then
     "pypi:mcp-server-time==2026.10.19"
   )
 fi
-MODES=(baseline main cold first warm host)
+# MODES="main warm" bash bench/fetch.sh ... runs only those modes.
+read -r -a MODES <<< "${MODES:-baseline main cold first warm host}"
 for s in "${!SERVERS[@]}"; do
   src="${SERVERS[$s]}"
   for i in $(seq 1 "$RUNS"); do
@@ -126,6 +127,8 @@ fmt = lambda x: f"{x:7.2f}" if x is not None else "      -"
 for s, src in enumerate(servers):
     rows = {}
     for mode in ("baseline", "main", "cold", "first", "warm", "host"):
+        if not any(os.path.exists(os.path.join(out, f"{s}-{mode}-{i}.time")) for i in range(1, runs + 1)):
+            continue
         wall, prep, boot, sess, cpu, accel = [], [], [], [], [], set()
         for i in range(1, runs + 1):
             f = os.path.join(out, f"{s}-{mode}-{i}")
