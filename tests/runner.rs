@@ -321,6 +321,50 @@ fn identities_reveal_a_server_that_cloaks_from_scanners() {
     assert_eq!(r.cap()["capture"]["identities_differ"], false);
 }
 
+/// `runner status` lists the snapshots (only complete warm ones) and
+/// `runner clean` removes them all. (Status needs a guest image: skipped
+/// without one.)
+#[test]
+fn runner_status_lists_snapshots_and_clean_removes_them() {
+    let snaps = tempfile::tempdir().expect("tempdir");
+    let boot = snaps.path().join("0123456789abcdef0123456789abcdef");
+    let warm = snaps.path().join(".warm/fedcba9876543210fedcba9876543210");
+    let partial = snaps.path().join(".warm/00000000000000000000000000000000");
+    for d in [&boot, &warm, &partial] {
+        std::fs::create_dir_all(d).expect("mkdir");
+        std::fs::write(d.join("state.bin"), vec![1u8; 8192]).expect("state");
+    }
+    std::fs::write(warm.join("app.ext4"), b"disk").expect("disk");
+    let run = |action: &str| {
+        Command::new(bin())
+            .args(["runner", action])
+            .env("MCPLINT_VM_SNAPSHOT_DIR", snaps.path())
+            .output()
+            .expect("run mcplint")
+    };
+    let status = run("status");
+    let text = String::from_utf8_lossy(&status.stdout);
+    if status.status.success() {
+        assert!(
+            text.contains(&format!("boot snapshot {}", boot.display())),
+            "{text}"
+        );
+        assert!(text.contains("1 warm snapshots"), "{text}");
+        assert!(text.contains(&warm.display().to_string()), "{text}");
+        assert!(!text.contains(&partial.display().to_string()), "{text}");
+    }
+    let clean = run("clean");
+    assert!(
+        clean.status.success(),
+        "{}",
+        String::from_utf8_lossy(&clean.stderr)
+    );
+    assert!(!snaps.path().exists());
+    let again = run("clean");
+    assert!(again.status.success());
+    assert!(String::from_utf8_lossy(&again.stdout).contains("no snapshots"));
+}
+
 #[test]
 fn command_needs_no_sandbox() {
     let out = Command::new(bin())

@@ -1,6 +1,7 @@
-//! `mcplint runner setup` / `mcplint runner status`: the guest image.
+//! `mcplint runner setup` / `status` / `clean`: the guest image and the
+//! snapshots fetches restore.
 
-use crate::runner::{image, vm, RunnerError};
+use crate::runner::{image, snapshot, vm, warm, RunnerError};
 
 /// Arguments of `mcplint runner`.
 #[derive(Debug, clap::Args)]
@@ -25,8 +26,11 @@ pub enum Action {
         #[arg(long)]
         probe_kvm: bool,
     },
-    /// Show the cached image and the accelerator verdict.
+    /// Show the cached image, the accelerator verdict and the snapshots.
     Status,
+    /// Remove the boot snapshot and every package's warm snapshot (the next
+    /// fetch makes the boot snapshot again).
+    Clean,
     /// Internal: the per-connection relay QEMU starts for `fetch
     /// --allow-host` (stdin/stdout = one guest connection; SOCKET = the
     /// fetch's egress proxy).
@@ -66,6 +70,17 @@ pub fn run(args: &Args) -> Result<i32, RunnerError> {
             }
             Ok(super::EXIT_OK)
         }
+        Action::Clean => {
+            let root = snapshot::root();
+            match std::fs::remove_dir_all(&root) {
+                Ok(()) => println!("removed {}", root.display()),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                    println!("no snapshots in {}", root.display())
+                }
+                Err(e) => return Err(RunnerError::io(&format!("removing {}", root.display()), e)),
+            }
+            Ok(super::EXIT_OK)
+        }
         Action::EgressRelay { socket, host } => Ok(crate::runner::egress::relay(socket, host)),
         Action::Status => match image::find_cached() {
             Some(img) => {
@@ -81,6 +96,28 @@ pub fn run(args: &Args) -> Result<i32, RunnerError> {
                         f.display()
                     ),
                     None => println!("firecracker not on PATH (the backend is QEMU)"),
+                }
+                let root = snapshot::root();
+                let boot: Vec<_> = std::fs::read_dir(&root)
+                    .map(|rd| {
+                        rd.filter_map(Result::ok)
+                            .filter(|e| !e.file_name().to_string_lossy().starts_with('.'))
+                            .map(|e| e.path())
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                for b in &boot {
+                    let mib = warm::disk_bytes(&b.join(snapshot::STATE)) >> 20;
+                    println!("boot snapshot {} ({mib} MiB)", b.display());
+                }
+                if boot.is_empty() {
+                    println!("no boot snapshot yet (the next fetch makes it)");
+                }
+                let kept = warm::list();
+                let mib: u64 = kept.iter().map(|w| w.1).sum::<u64>() >> 20;
+                println!("{} warm snapshots ({mib} MiB)", kept.len());
+                for (dir, bytes, at) in kept {
+                    println!("  {} saved {at} ({} MiB)", dir.display(), bytes >> 20);
                 }
                 Ok(super::EXIT_OK)
             }

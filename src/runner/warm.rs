@@ -213,6 +213,35 @@ impl Drop for Making {
     }
 }
 
+/// The kept warm snapshots: folder, bytes on disk, when saved.
+pub fn list() -> Vec<(PathBuf, u64, String)> {
+    let Ok(rd) = std::fs::read_dir(root()) else {
+        return Vec::new();
+    };
+    let mut v: Vec<_> = rd
+        .filter_map(Result::ok)
+        .filter(|e| !e.file_name().to_string_lossy().starts_with('.'))
+        .map(|e| e.path())
+        .filter(|p| is_complete(p))
+        .map(|p| {
+            let bytes = [snapshot::STATE, DISK]
+                .iter()
+                .map(|f| disk_bytes(&p.join(f)))
+                .sum();
+            let at = saved_at(&p);
+            (p, bytes, at)
+        })
+        .collect();
+    v.sort_by(|a, b| b.2.cmp(&a.2));
+    v
+}
+
+/// Bytes a file really takes on disk (the package disk is sparse).
+pub fn disk_bytes(p: &Path) -> u64 {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(p).map(|m| m.blocks() * 512).unwrap_or(0)
+}
+
 /// Removes every warm snapshot (not the folders of saves in progress):
 /// called when the boot snapshot they were saved from is made anew.
 pub fn clear() {
