@@ -48,6 +48,9 @@ pub struct Provenance {
     /// snapshot machine (see `runner::warm`); the handshake's and the lists'
     /// times count from there.
     pub warmup_s: Option<f64>,
+    /// Seconds the warm snapshot's save took (QMP migration to a file),
+    /// within `warmup_s`.
+    pub warm_save_s: Option<f64>,
     /// Seconds from spawn to the end of the session.
     pub wall_s: Option<f64>,
     /// CPU seconds the sandbox's processes used (bubblewrap and QEMU, for a
@@ -117,6 +120,9 @@ pub fn build(m: &Manifest, p: &Provenance) -> Value {
     }
     if let Some(s) = p.warmup_s {
         timings.insert("warmup_s".into(), round(s));
+    }
+    if let Some(s) = p.warm_save_s {
+        timings.insert("warm_save_s".into(), round(s));
     }
     timings.insert("handshake_s".into(), round(t.handshake_s));
     for (method, secs, pages) in &t.lists {

@@ -885,7 +885,10 @@ fn warm_up(
                     return Ok(None);
                 }
                 Heard::Line(0) => {
-                    if let Err(e) = warm::save(dir) {
+                    let t = Instant::now();
+                    let saved = warm::save(dir);
+                    prov.warm_save_s = Some(t.elapsed().as_secs_f64());
+                    if let Err(e) = saved {
                         // A failed save leaves the VM running (QEMU resumes
                         // it) unless resuming failed too, which the session
                         // then shows.
