@@ -31,7 +31,7 @@ use std::fmt;
 
 use sha2::{Digest, Sha256};
 
-use crate::manifest::json::{for_each_unit, Document, Footprint, Kind, NodeId, Unit};
+use crate::manifest::json::{for_each_unit, Document, Kind, NodeId, Unit};
 use crate::manifest::Server;
 
 /// Which of the article's two programs to reproduce.
@@ -192,10 +192,35 @@ pub fn tools_fingerprint(doc: &Document, tools: &[NodeId], scheme: Scheme) -> Fi
     Fingerprint(hasher.finalize().into())
 }
 
-/// The article's fingerprint of a server's tools.
+/// The article's fingerprint of a server's tools: the same digest as
+/// [`tools_fingerprint`] over their nodes.
+///
+/// The tools are ordered by the names the loader already decoded
+/// ([`Tool::name`](crate::manifest::Tool::name), the last `name` member as
+/// with `JSON.parse`), so the sort reads those compact strings instead of
+/// looking each name up again in a large document's scattered text. A name
+/// holding U+FFFD may stand for an escaped lone surrogate, which the decoded
+/// string cannot tell apart: those are ordered from the document.
 pub fn server_fingerprint(doc: &Document, server: &Server, scheme: Scheme) -> Fingerprint {
-    let nodes: Vec<NodeId> = server.tools.iter().map(|t| t.node).collect();
-    tools_fingerprint(doc, &nodes, scheme)
+    let items: Vec<(NodeId, SortKey<'_>)> = server
+        .tools
+        .iter()
+        .map(|t| {
+            let key = if t.name.contains('\u{fffd}') {
+                SortKey::of(doc, t.name_node, scheme)
+            } else {
+                SortKey::text(Cow::Borrowed(t.name.as_str()), scheme)
+            };
+            (t.node, key)
+        })
+        .collect();
+    let mut hasher = Sha256::new();
+    {
+        let mut w = Writer::new(doc, scheme, Some(&mut hasher));
+        w.write_sorted(&items);
+        w.out.finish();
+    }
+    Fingerprint(hasher.finalize().into())
 }
 
 /// mcplint's second digest, over what the article's leaves out: the canonical
@@ -249,11 +274,16 @@ enum SortKey<'a> {
 }
 
 impl<'a> SortKey<'a> {
+    /// The key of a decoded string without lone surrogates.
+    fn text(text: Cow<'a, str>, scheme: Scheme) -> Self {
+        let high = scheme == Scheme::Ts && text.bytes().any(|b| b >= 0xee);
+        SortKey::Text(text, high)
+    }
+
+    /// The key of string node `n`.
     fn of(doc: &'a Document, n: NodeId, scheme: Scheme) -> Self {
         if !doc.has_lone_surrogate(n) {
-            let text = doc.str(n).unwrap_or_default();
-            let high = scheme == Scheme::Ts && text.bytes().any(|b| b >= 0xee);
-            return SortKey::Text(text, high);
+            return SortKey::text(doc.str(n).unwrap_or_default(), scheme);
         }
         let raw = doc.str_raw(n).unwrap_or_default();
         let mut units = Vec::new();
@@ -370,63 +400,69 @@ impl Writer<'_, '_> {
     /// less).
     fn write_sorted_array(&mut self, items: &[NodeId], key: &str) {
         let (doc, scheme) = (self.doc, self.scheme);
-        // Each item also gets the first 16 bytes of its key, zero-padded, when
-        // the key orders as plain bytes. Two such prefixes that differ order
-        // exactly as the whole keys do (see `prefix8`), so most comparisons of a
-        // large list (100,000 tools) are decided without touching the document
-        // text scattered in memory; equal prefixes fall back to the full
-        // comparison. The order is unchanged.
-        //
-        // Each item also gets where its data sits (its subtree's size in nodes
-        // as far as the list tells: the distance to the next item, when items
-        // are siblings in source order), to warm it before it is written: see
-        // below. Working that out here, in source order, costs little.
-        let keyed: Vec<(SortKey<'_>, Footprint)> = items
+        let keyed: Vec<(NodeId, SortKey<'_>)> = items
             .iter()
-            .enumerate()
-            .map(|(j, &n)| {
+            .map(|&n| {
                 let k = doc
                     .get(n, key)
                     .filter(|&v| doc.kind(v) == Kind::String)
                     .map(|v| SortKey::of(doc, v, scheme))
                     .unwrap_or(SortKey::Missing);
-                let size = match items.get(j + 1) {
-                    Some(&next) if next > n => ((next - n) as usize).min(1 << 16),
-                    _ => 1,
-                };
-                (k, doc.footprint(n, size))
+                (n, k)
             })
             .collect();
+        self.write_sorted(&keyed);
+    }
+
+    /// Writes the array of `items` (node, sort key) sorted by key, stably.
+    fn write_sorted(&mut self, items: &[(NodeId, SortKey<'_>)]) {
+        let (doc, scheme) = (self.doc, self.scheme);
+        // Each item gets where its data sits (its subtree's size in nodes as
+        // far as the list tells: the distance to the next item, when items are
+        // siblings in source order), to warm it before it is written: see
+        // below. Working that out here, in source order, costs little.
+        //
         // What is sorted is a small record per item (moving the keys
-        // themselves around would cost more than comparing them).
-        let mut order: Vec<SortSlot> = keyed
-            .iter()
-            .enumerate()
-            .map(|(index, (k, _))| {
-                let prefix = match k {
-                    SortKey::Text(t, false) => {
-                        let mut p = [0u8; 16];
-                        let len = t.len().min(16);
-                        p[..len].copy_from_slice(&t.as_bytes()[..len]);
-                        Some(u128::from_be_bytes(p))
-                    }
-                    _ => None,
-                };
-                SortSlot {
-                    hi: prefix.map_or(0, |p| (p >> 64) as u64),
-                    lo: prefix.map_or(0, |p| p as u64),
-                    prefixed: prefix.is_some(),
-                    index: index as u32,
+        // themselves around would cost more than comparing them), with the
+        // first 16 bytes of its key, zero-padded, when the key orders as plain
+        // bytes. Two such prefixes that differ order exactly as the whole keys
+        // do (see `prefix8`), so most comparisons of a large list (100,000
+        // tools) are decided without reading the keys; equal prefixes fall back
+        // to the full comparison.
+        let mut footprints = Vec::with_capacity(items.len());
+        let mut order: Vec<SortSlot> = Vec::with_capacity(items.len());
+        for (index, (n, k)) in items.iter().enumerate() {
+            let size = match items.get(index + 1) {
+                Some(&(next, _)) if next > *n => ((next - n) as usize).min(1 << 16),
+                _ => 1,
+            };
+            footprints.push(doc.footprint(*n, size));
+            let prefix = match k {
+                SortKey::Text(t, false) => {
+                    let mut p = [0u8; 16];
+                    let len = t.len().min(16);
+                    p[..len].copy_from_slice(&t.as_bytes()[..len]);
+                    Some(u128::from_be_bytes(p))
                 }
-            })
-            .collect();
-        order.sort_by(|a, b| {
+                _ => None,
+            };
+            order.push(SortSlot {
+                hi: prefix.map_or(0, |p| (p >> 64) as u64),
+                lo: prefix.map_or(0, |p| p as u64),
+                prefixed: prefix.is_some(),
+                index: index as u32,
+            });
+        }
+        // Equal keys keep their list order through the index: the result is
+        // that of a stable sort, without a stable sort's scratch buffer.
+        order.sort_unstable_by(|a, b| {
             if a.prefixed && b.prefixed && (a.hi, a.lo) != (b.hi, b.lo) {
                 (a.hi, a.lo).cmp(&(b.hi, b.lo))
             } else {
-                keyed[a.index as usize]
-                    .0
-                    .cmp(&keyed[b.index as usize].0, scheme)
+                items[a.index as usize]
+                    .1
+                    .cmp(&items[b.index as usize].1, scheme)
+                    .then(a.index.cmp(&b.index))
             }
         });
         // In name order, a large list jumps all over the document, and
@@ -436,12 +472,12 @@ impl Writer<'_, '_> {
         self.out.push(b'[');
         for (i, slot) in order.iter().enumerate() {
             if let Some(ahead) = order.get(i + AHEAD) {
-                std::hint::black_box(doc.warm(&keyed[ahead.index as usize].1));
+                std::hint::black_box(doc.warm(&footprints[ahead.index as usize]));
             }
             if i > 0 {
                 self.out.push(b',');
             }
-            self.write_value(items[slot.index as usize]);
+            self.write_value(items[slot.index as usize].0);
         }
         self.out.push(b']');
     }
@@ -1073,6 +1109,41 @@ mod tests {
         assert_eq!(ts.0.as_slice(), expected.as_slice());
         assert_eq!(matches(&d, &tools, &ts.short()), Some(Scheme::Ts));
         assert_eq!(matches(&d, &tools, "0000000000000000"), None);
+    }
+
+    #[test]
+    fn server_fingerprint_orders_by_the_loaded_names_as_by_the_document() {
+        // The loader's decoded names stand in for the document's: names equal
+        // but for an escaped lone surrogate and a literal U+FFFD (both decode
+        // to U+FFFD), duplicate `name` keys (the last wins), escapes, and
+        // characters whose UTF-16 and code point orders differ.
+        let text = r#"{"tools": [
+            {"name": "b\ud800", "x": 1},
+            {"name": "b\ufffd", "x": 2},
+            {"name": "b\udc00", "x": 3},
+            {"name": "zz", "name": "a", "x": 4},
+            {"name": "\uff21", "x": 5},
+            {"name": "\ud83d\ude00", "x": 6},
+            {"name": "a", "x": 7},
+            {"name": "caf\u00e9", "x": 8},
+            {"name": "same-prefix-longer-than-16-bytes-2", "x": 9},
+            {"name": "same-prefix-longer-than-16-bytes-10", "x": 10}
+        ]}"#;
+        let loaded = crate::manifest::load::load_bytes(
+            std::path::Path::new("t.json"),
+            text.as_bytes().to_vec(),
+            &crate::manifest::load::LoadOptions::default(),
+        )
+        .unwrap();
+        let server = &loaded.servers[0];
+        let nodes: Vec<NodeId> = server.tools.iter().map(|t| t.node).collect();
+        for scheme in Scheme::ALL {
+            assert_eq!(
+                server_fingerprint(&loaded.doc, server, scheme),
+                tools_fingerprint(&loaded.doc, &nodes, scheme),
+                "{scheme}"
+            );
+        }
     }
 
     #[test]
