@@ -138,10 +138,12 @@ impl Out<'_> {
 }
 
 /// One object member on the writer's sort stack: the key's first eight bytes
-/// as a big-endian number (zero-padded), and the key and value nodes.
+/// as a big-endian number (zero-padded), its raw text, and the key and value
+/// nodes.
 #[derive(Clone, Copy)]
-struct Member {
+struct Member<'d> {
     prefix: u64,
+    raw: &'d [u8],
     key: NodeId,
     value: NodeId,
 }
@@ -156,7 +158,7 @@ struct Writer<'d, 'h> {
     out: Out<'h>,
     /// Members of the objects being written, innermost object last: each
     /// object sorts its members in its own tail of this stack.
-    members: Vec<Member>,
+    members: Vec<Member<'d>>,
 }
 
 impl<'d, 'h> Writer<'d, 'h> {
@@ -388,13 +390,19 @@ struct SortSlot {
 /// sorts a shorter string first exactly as being a prefix does.
 #[inline]
 fn prefix8(b: &[u8]) -> u64 {
-    let mut p = [0u8; 8];
-    let n = b.len().min(8);
-    p[..n].copy_from_slice(&b[..n]);
-    u64::from_be_bytes(p)
+    if let Some(head) = b.first_chunk::<8>() {
+        return u64::from_be_bytes(*head);
+    }
+    // Shorter keys (`type`, `name`, `items`): byte by byte, no copy call.
+    let mut p = 0u64;
+    for &c in b {
+        p = p << 8 | u64::from(c);
+    }
+    // An empty key is all padding (a shift by 64 would overflow).
+    p.checked_shl(8 * (8 - b.len() as u32)).unwrap_or(0)
 }
 
-impl Writer<'_, '_> {
+impl<'d> Writer<'d, '_> {
     /// Writes `items` sorted by their string member `key` (stable; items
     /// without it sort first, as `undefined` and missing keys never compare
     /// less).
@@ -485,6 +493,17 @@ impl Writer<'_, '_> {
     fn write_value(&mut self, n: NodeId) {
         self.out.flush_if_full();
         let doc = self.doc;
+        // Most values are strings without escapes, which JSON.stringify
+        // writes as they are (unescaped JSON text holds no `"`, `\\` or
+        // control character): one read of the node.
+        if self.scheme == Scheme::Ts {
+            if let Some(raw) = doc.unescaped_bytes(n) {
+                self.out.push(b'"');
+                self.out.extend(raw);
+                self.out.push(b'"');
+                return;
+            }
+        }
         match doc.kind(n) {
             Kind::Null => self.out.extend(b"null"),
             Kind::Bool => self.out.extend(if doc.as_bool(n) == Some(true) {
@@ -513,11 +532,8 @@ impl Writer<'_, '_> {
     /// whose UTF-8 byte order is code point order) and, for ts, no character
     /// from U+E000 up, the only ones whose UTF-16 order differs.
     #[inline]
-    fn byte_ordered_key(&self, k: NodeId) -> Option<&[u8]> {
-        if self.doc.kind(k) != Kind::String || self.doc.is_escaped(k) {
-            return None;
-        }
-        let raw = self.doc.str_raw(k)?.as_bytes();
+    fn byte_ordered_key(&self, k: NodeId) -> Option<&'d [u8]> {
+        let raw = self.doc.unescaped_bytes(k)?;
         if self.scheme == Scheme::Ts && raw.iter().any(|&b| b >= 0xee) {
             return None;
         }
@@ -538,18 +554,14 @@ impl Writer<'_, '_> {
             };
             self.members.push(Member {
                 prefix: prefix8(raw),
+                raw,
                 key: kv[0],
                 value: kv[1],
             });
         }
-        let raw_key = |k: NodeId| doc.str_raw(k).unwrap_or_default().as_bytes();
         // Stable, so among duplicate keys the last stays last; it is the one
         // that JSON.parse and json.loads keep.
-        self.members[mark..].sort_by(|a, b| {
-            a.prefix
-                .cmp(&b.prefix)
-                .then_with(|| raw_key(a.key).cmp(raw_key(b.key)))
-        });
+        self.members[mark..].sort_by(|a, b| a.prefix.cmp(&b.prefix).then_with(|| a.raw.cmp(b.raw)));
         // Only a document with duplicate keys can have equal neighbours here.
         let dedupe = !doc.duplicates().is_empty();
         let end = self.members.len();
@@ -559,7 +571,7 @@ impl Writer<'_, '_> {
             let m = self.members[i];
             if dedupe && i + 1 < end {
                 let next = self.members[i + 1];
-                if next.prefix == m.prefix && raw_key(next.key) == raw_key(m.key) {
+                if next.prefix == m.prefix && next.raw == m.raw {
                     continue;
                 }
             }
@@ -571,7 +583,7 @@ impl Writer<'_, '_> {
                 // A byte-ordered key is unescaped text, which JSON.stringify
                 // writes as it is.
                 self.out.push(b'"');
-                self.out.extend(raw_key(m.key));
+                self.out.extend(m.raw);
                 self.out.extend(b"\":");
             } else {
                 self.write_string(m.key);
@@ -1143,6 +1155,36 @@ mod tests {
                 tools_fingerprint(&loaded.doc, &nodes, scheme),
                 "{scheme}"
             );
+        }
+    }
+
+    #[test]
+    fn prefixes_order_as_the_bytes() {
+        // Strings of 0 to 11 bytes over a small alphabet (so prefixes are
+        // often shared), no NUL: differing prefixes order as the strings do.
+        let alphabet = [b'a', b'b', 0x7f, 0xc3, 0xff];
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let mut strings = Vec::new();
+        for _ in 0..2_000 {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            let len = (seed % 12) as usize;
+            strings.push(
+                (0..len)
+                    .map(|i| alphabet[(seed >> (8 + i * 3)) as usize % 5])
+                    .collect::<Vec<u8>>(),
+            );
+        }
+        for a in &strings {
+            for b in strings.iter().take(200) {
+                let (pa, pb) = (prefix8(a), prefix8(b));
+                if pa != pb {
+                    assert_eq!(pa.cmp(&pb), a.cmp(b), "{a:?} {b:?}");
+                } else {
+                    assert_eq!(a[..a.len().min(8)], b[..b.len().min(8)]);
+                }
+            }
         }
     }
 
