@@ -425,10 +425,9 @@ impl<'d> Writer<'d, '_> {
     /// Writes the array of `items` (node, sort key) sorted by key, stably.
     fn write_sorted(&mut self, items: &[(NodeId, SortKey<'_>)]) {
         let (doc, scheme) = (self.doc, self.scheme);
-        // Each item gets where its data sits (its subtree's size in nodes as
-        // far as the list tells: the distance to the next item, when items are
-        // siblings in source order), to warm it before it is written: see
-        // below. Working that out here, in source order, costs little.
+        // Each item gets where its data sits, to warm it before it is
+        // written: see below. Working that out here, in source order, costs
+        // little.
         //
         // What is sorted is a small record per item (moving the keys
         // themselves around would cost more than comparing them), with the
@@ -440,11 +439,7 @@ impl<'d> Writer<'d, '_> {
         let mut footprints = Vec::with_capacity(items.len());
         let mut order: Vec<SortSlot> = Vec::with_capacity(items.len());
         for (index, (n, k)) in items.iter().enumerate() {
-            let size = match items.get(index + 1) {
-                Some(&(next, _)) if next > *n => ((next - n) as usize).min(1 << 16),
-                _ => 1,
-            };
-            footprints.push(doc.footprint(*n, size));
+            footprints.push(doc.footprint(*n));
             let prefix = match k {
                 SortKey::Text(t, false) => {
                     let mut p = [0u8; 16];
@@ -515,7 +510,7 @@ impl<'d> Writer<'d, '_> {
             Kind::String => self.write_string(n),
             Kind::Array => {
                 self.out.push(b'[');
-                for (i, &c) in doc.entries(n).iter().enumerate() {
+                for (i, c) in doc.children(n).enumerate() {
                     if i > 0 {
                         self.out.push(b',');
                     }
@@ -542,21 +537,20 @@ impl<'d> Writer<'d, '_> {
 
     fn write_object(&mut self, n: NodeId) {
         let doc = self.doc;
-        let entries = doc.entries(n);
         // Fast path, taken by nearly every real object: all keys order as
         // their raw bytes, so they sort on an 8-byte prefix read once per key
         // with no decoding, in the writer's reused stack.
         let mark = self.members.len();
-        for kv in entries.chunks_exact(2) {
-            let Some(raw) = self.byte_ordered_key(kv[0]) else {
+        for (key, value) in doc.members(n).into_iter().flatten() {
+            let Some(raw) = self.byte_ordered_key(key) else {
                 self.members.truncate(mark);
                 return self.write_object_decoded(n);
             };
             self.members.push(Member {
                 prefix: prefix8(raw),
                 raw,
-                key: kv[0],
-                value: kv[1],
+                key,
+                value,
             });
         }
         // Stable, so among duplicate keys the last stays last; it is the one

@@ -171,19 +171,16 @@ fn fill_from_result(
 
 /// Parses every element of a `tools` array.
 pub fn tools_of(ctx: &Ctx<'_>, arr: NodeId) -> Result<Vec<Tool>, LoadError> {
-    let items = ctx.doc.array(arr).unwrap_or_default();
+    let doc = ctx.doc;
+    let items = doc.children(arr);
     let mut out = Vec::with_capacity(items.len());
     // A large list was parsed long enough ago to have left the CPU caches:
     // warm each tool a couple of places ahead (`Document::warm`), so that the
     // reads of its keys overlap instead of stalling one at a time.
-    const AHEAD: usize = 2;
-    for (j, &n) in items.iter().enumerate() {
-        if let Some(&ahead) = items.get(j + AHEAD) {
-            let size = match items.get(j + AHEAD + 1) {
-                Some(&next) if next > ahead => ((next - ahead) as usize).min(1 << 16),
-                _ => 1,
-            };
-            std::hint::black_box(ctx.doc.warm(&ctx.doc.footprint(ahead, size)));
+    let mut ahead = items.clone().skip(2);
+    for n in items {
+        if let Some(a) = ahead.next() {
+            std::hint::black_box(doc.warm(&doc.footprint(a)));
         }
         out.push(tool(ctx, n)?);
     }
