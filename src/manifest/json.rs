@@ -1639,6 +1639,49 @@ mod tests {
     }
 
     #[test]
+    fn whitespace_runs_of_every_length() {
+        // Spaces, newlines, tabs and carriage returns in runs across the
+        // eight-byte steps, and an error right after a run still points at
+        // its byte.
+        for len in 0..40 {
+            for fill in [" ", "\n", "\t", "\r\n", " \t", "\n   "] {
+                let ws: String = fill.repeat(len);
+                let d = parse(&format!(
+                    "{ws}{{{ws}\"a\"{ws}:{ws}[{ws}1{ws},{ws}2{ws}]{ws}}}{ws}"
+                ))
+                .unwrap();
+                assert_eq!(d.len(d.get(d.root(), "a").unwrap()), 2);
+                let src = format!("[1,{ws}x]");
+                let e = parse(&src).unwrap_err();
+                assert_eq!(e.span.start, src.find('x').unwrap(), "{src:?}");
+                let src = format!("[1,{ws}\u{0b}]");
+                let e = parse(&src).unwrap_err();
+                assert_eq!(e.span.start, src.find('\u{0b}').unwrap(), "{src:?}");
+                let src = format!("[1,{ws}");
+                let e = parse(&src).unwrap_err();
+                assert_eq!(e.span.start, src.len(), "{src:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn duplicate_keys_of_one_length() {
+        // Keys of one length that differ only after their first byte, only in
+        // it, or not at all; empty keys.
+        let d = parse(r#"{"abcdefgh_1": 1, "abcdefgh_2": 2, "abcdefgh_1": 3}"#).unwrap();
+        assert_eq!(d.duplicates().len(), 1);
+        assert_eq!(d.span(d.duplicates()[0].second).start, 35);
+        let d = parse(r#"{"type": 1, "enum": 2, "typf": 3, "a": 4, "b": 5}"#).unwrap();
+        assert!(d.duplicates().is_empty());
+        let d = parse(r#"{"type": 1, "enum": 2, "type": 3}"#).unwrap();
+        assert_eq!(d.duplicates().len(), 1);
+        let d = parse(r#"{"":1,"":2}"#).unwrap();
+        assert_eq!(d.duplicates().len(), 1);
+        let d = parse(r#"{"":1,"a":2}"#).unwrap();
+        assert!(d.duplicates().is_empty());
+    }
+
+    #[test]
     fn lone_surrogate_key_is_not_a_duplicate_of_its_spelling() {
         let d = parse(r#"{"\ud800": 1, "\\ud800": 2, "\ud800": 3}"#).unwrap();
         assert_eq!(d.duplicates().len(), 1);
