@@ -630,6 +630,26 @@ impl Document {
         acc
     }
 
+    /// Reads the first byte of a [`Footprint`]'s text and its first node
+    /// record, for a caller that touches many subtrees in one tight loop so
+    /// that their first memory reads (and page-table walks) overlap, before
+    /// [`Document::warm`] fetches the rest. The result means nothing; pass
+    /// it to [`std::hint::black_box`].
+    #[inline]
+    pub fn touch(&self, f: &Footprint) -> u64 {
+        let t = self
+            .text
+            .as_bytes()
+            .get(f.text.0 as usize)
+            .copied()
+            .unwrap_or(0) as u64;
+        let n = self
+            .nodes
+            .get(f.nodes.0 as usize)
+            .map_or(0, |n| n.start as u64);
+        t.wrapping_add(n)
+    }
+
     /// The members of an object node as `(key, value)` pairs, in source order,
     /// duplicates included.
     pub fn members(&self, id: NodeId) -> Option<Members<'_>> {
