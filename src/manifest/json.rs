@@ -1556,8 +1556,7 @@ impl Parser<'_> {
         } else {
             let mut seen: std::collections::HashMap<Cow<'_, [u8]>, NodeId> =
                 std::collections::HashMap::with_capacity(n);
-            for j in 0..n {
-                let k = members[j];
+            for &k in members {
                 match seen.entry(key_bytes(k)) {
                     std::collections::hash_map::Entry::Occupied(mut e) => {
                         found.push((*e.get(), k));
