@@ -232,10 +232,10 @@ impl Tool {
         }
         let required: Vec<String> = doc
             .get(schema, "required")
-            .and_then(|r| doc.array(r))
-            .map(|a| {
-                a.iter()
-                    .filter_map(|&n| doc.str(n).map(|s| s.into_owned()))
+            .filter(|&r| doc.kind(r) == Kind::Array)
+            .map(|r| {
+                doc.children(r)
+                    .filter_map(|n| doc.str(n).map(|s| s.into_owned()))
                     .collect()
             })
             .unwrap_or_default();

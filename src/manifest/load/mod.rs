@@ -352,8 +352,7 @@ pub fn detect(doc: &Document) -> Option<InputKind> {
     let root = doc.root();
     match doc.kind(root) {
         Kind::Array => {
-            let items = doc.array(root)?;
-            let Some(&first) = items.first() else {
+            let Some(first) = doc.children(root).next() else {
                 return Some(InputKind::ToolArray);
             };
             if doc.kind(first) != Kind::Object {

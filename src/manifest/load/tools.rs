@@ -35,8 +35,7 @@ pub fn load(ctx: &Ctx<'_>, kind: InputKind) -> Result<Vec<Server>, LoadError> {
         }
         InputKind::JsonRpcPages => {
             ctx.expect(root, Kind::Array, "a list of JSON-RPC responses")?;
-            let pages = doc.array(root).unwrap_or_default();
-            for (i, &page) in pages.iter().enumerate() {
+            for (i, page) in doc.children(root).enumerate() {
                 let result = response_result(ctx, page)?;
                 // The first page may be an initialize result (serverInfo,
                 // instructions) rather than a list page.
@@ -128,17 +127,17 @@ fn fill_from_result(
         None => {}
     }
     if let Some(p) = ctx.opt(obj, "prompts", Kind::Array)? {
-        for &n in doc.array(p).unwrap_or_default() {
+        for n in doc.children(p) {
             server.prompts.push(prompt(ctx, n)?);
         }
     }
     if let Some(r) = ctx.opt(obj, "resources", Kind::Array)? {
-        for &n in doc.array(r).unwrap_or_default() {
+        for n in doc.children(r) {
             server.resources.push(resource(ctx, n, "uri")?);
         }
     }
     if let Some(r) = ctx.opt(obj, "resourceTemplates", Kind::Array)? {
-        for &n in doc.array(r).unwrap_or_default() {
+        for n in doc.children(r) {
             server
                 .resource_templates
                 .push(resource(ctx, n, "uriTemplate")?);
@@ -171,19 +170,16 @@ fn fill_from_result(
 
 /// Parses every element of a `tools` array.
 pub fn tools_of(ctx: &Ctx<'_>, arr: NodeId) -> Result<Vec<Tool>, LoadError> {
-    let items = ctx.doc.array(arr).unwrap_or_default();
+    let doc = ctx.doc;
+    let items = doc.children(arr);
     let mut out = Vec::with_capacity(items.len());
     // A large list was parsed long enough ago to have left the CPU caches:
     // warm each tool a couple of places ahead (`Document::warm`), so that the
     // reads of its keys overlap instead of stalling one at a time.
-    const AHEAD: usize = 2;
-    for (j, &n) in items.iter().enumerate() {
-        if let Some(&ahead) = items.get(j + AHEAD) {
-            let size = match items.get(j + AHEAD + 1) {
-                Some(&next) if next > ahead => ((next - ahead) as usize).min(1 << 16),
-                _ => 1,
-            };
-            std::hint::black_box(ctx.doc.warm(&ctx.doc.footprint(ahead, size)));
+    let mut ahead = items.clone().skip(2);
+    for n in items {
+        if let Some(a) = ahead.next() {
+            std::hint::black_box(doc.warm(&doc.footprint(a)));
         }
         out.push(tool(ctx, n)?);
     }
@@ -278,7 +274,7 @@ pub fn prompt(ctx: &Ctx<'_>, n: NodeId) -> Result<Prompt, LoadError> {
     let (_, name) = name_of(ctx, n, "prompt")?;
     let arguments = ctx.opt(n, "arguments", Kind::Array)?;
     if let Some(args) = arguments {
-        for &a in ctx.doc.array(args).unwrap_or_default() {
+        for a in ctx.doc.children(args) {
             // MCPB bundles list prompt arguments as plain strings.
             if ctx.doc.kind(a) != Kind::String {
                 ctx.expect(a, Kind::Object, "a prompt argument")?;
