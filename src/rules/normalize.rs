@@ -165,6 +165,22 @@ fn plain_ascii(s: &str) -> bool {
         .all(|b| (0x20..0x7f).contains(&b) || b == b'\n' || b == b'\t' || b == b'\r')
 }
 
+/// True if lower-casing or NFKC changes `c` (ASCII upper case, Cyrillic
+/// upper case, the long s `ſ`, the Kelvin sign ...): normalised text never
+/// contains such a character, so the pattern prefilter leaves literals with
+/// one out (see [`crate::rules::pattern`]).
+pub fn folded_away(c: char) -> bool {
+    if c.is_ascii() {
+        return c.is_ascii_uppercase();
+    }
+    let mut lower = c.to_lowercase();
+    if !(lower.next() == Some(c) && lower.next().is_none()) {
+        return true;
+    }
+    let mut nfkc = std::iter::once(c).nfkc();
+    !(nfkc.next() == Some(c) && nfkc.next().is_none())
+}
+
 /// Normalises `s` (already JSON-decoded). See the module docs for the steps.
 pub fn normalize(s: &str) -> Normalized {
     // Fast path: printable ASCII plus tab/CR/LF only needs lower-casing.
@@ -399,6 +415,31 @@ mod tests {
         assert_eq!((m.blob_run, m.space_run), (4, 2));
         normalize_into("a b", &mut m);
         assert_eq!((m.blob_run, m.space_run), (1, 1));
+    }
+
+    /// No character survives normalisation that [`folded_away`] says cannot
+    /// (the prefilter would otherwise run every pattern on such text: still
+    /// exact, only slower).
+    #[test]
+    fn normalised_text_has_nothing_folded_away() {
+        let mut text = String::new();
+        for c in (0..=0x10ffffu32).filter_map(char::from_u32) {
+            text.push(c);
+            // Letters next to each other, as in a word (confusable folding).
+            text.push('a');
+            if text.len() > 4096 {
+                let n = normalize(&text);
+                let bad = n.text.chars().find(|&c| folded_away(c));
+                assert!(bad.is_none(), "{bad:?}");
+                text.clear();
+            }
+        }
+        let n = normalize(&text);
+        assert!(!n.text.chars().any(folded_away));
+        assert!(
+            folded_away('A') && folded_away('ſ') && folded_away('\u{212a}') && folded_away('Д')
+        );
+        assert!(!folded_away('a') && !folded_away('д') && !folded_away('ß') && !folded_away('言'));
     }
 
     #[test]
