@@ -10,7 +10,6 @@
 
 use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::fmt::Write as _;
 use std::path::PathBuf;
 
 use crate::finding::{ByteSpan, Confidence, Finding, LineIndex, Related, Severity, Subject};
@@ -436,6 +435,26 @@ fn seg(s: &str) -> Cow<'_, str> {
     }
 }
 
+/// Appends `/i` to `path` (without the formatting machinery of `write!`,
+/// which cost more than the rest of the step for every array element).
+fn push_index(path: &mut String, i: usize) {
+    path.push('/');
+    let mut digits = [0u8; 20];
+    let mut n = i;
+    let mut at = digits.len();
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    for &d in &digits[at..] {
+        path.push(char::from(d));
+    }
+}
+
 /// Calls `visit` with every model-visible text field under `node`, in
 /// document order. `path` is the node's field path (restored on return).
 pub fn walk_fields<'d>(
@@ -468,7 +487,7 @@ pub fn walk_fields<'d>(
             if let Some(items) = doc.array(node) {
                 for (i, &v) in items.iter().enumerate() {
                     let len = path.len();
-                    let _ = write!(path, "/{i}");
+                    push_index(path, i);
                     walk_fields(doc, v, path, parent_key, visit);
                     path.truncate(len);
                 }
@@ -552,7 +571,7 @@ fn walk_schemas(
                 Kind::Array => {
                     for (i, &x) in doc.array(v).unwrap_or_default().iter().enumerate() {
                         let l2 = path.len();
-                        let _ = write!(path, "/{i}");
+                        push_index(path, i);
                         walk_schemas(doc, x, path, visit, depth + 1);
                         path.truncate(l2);
                     }
@@ -562,7 +581,7 @@ fn walk_schemas(
             "anyOf" | "oneOf" | "allOf" | "prefixItems" => {
                 for (i, &x) in doc.array(v).unwrap_or_default().iter().enumerate() {
                     let l2 = path.len();
-                    let _ = write!(path, "/{i}");
+                    push_index(path, i);
                     walk_schemas(doc, x, path, visit, depth + 1);
                     path.truncate(l2);
                 }
@@ -763,12 +782,17 @@ impl Engine {
         if doc.node_count() == 0 {
             return;
         }
+        // The enabled rules, looked up once rather than per tool and schema.
+        let enabled: Vec<&dyn Rule> = self
+            .rules
+            .iter()
+            .filter(|r| self.enabled(&r.meta().id))
+            .map(|r| &**r)
+            .collect();
         sink.set_subject(Subject::Server, None);
         let from = sink.findings.len();
-        for r in &self.rules {
-            if self.enabled(&r.meta().id) {
-                r.check_server(scope, sink);
-            }
+        for r in &enabled {
+            r.check_server(scope, sink);
         }
         // One path buffer and one normalisation buffer for the whole server.
         let mut norm = Normalized::default();
@@ -794,10 +818,8 @@ impl Engine {
         for tool in &server.tools {
             sink.set_subject(Subject::Tool, Some(tool.name.clone()));
             let from = sink.findings.len();
-            for r in &self.rules {
-                if self.enabled(&r.meta().id) {
-                    r.check_tool(scope, tool, sink);
-                }
+            for r in &enabled {
+                r.check_tool(scope, tool, sink);
             }
             path.clear();
             path.push_str("tools/");
@@ -816,10 +838,8 @@ impl Engine {
                         n,
                         &mut path,
                         &mut |n, path| {
-                            for r in &self.rules {
-                                if self.enabled(&r.meta().id) {
-                                    r.check_schema(scope, tool, n, path, sink);
-                                }
+                            for r in &enabled {
+                                r.check_schema(scope, tool, n, path, sink);
                             }
                         },
                         0,

@@ -75,10 +75,10 @@ impl LiteralDfa {
         // being shallower).
         let mut fail = vec![0u32; states];
         let mut queue = std::collections::VecDeque::new();
-        for c in 0..stride {
-            match next[c] {
-                NONE => next[c] = 0,
-                t => queue.push_back(t),
+        for t in &mut next[..stride] {
+            match *t {
+                NONE => *t = 0,
+                child => queue.push_back(child),
             }
         }
         while let Some(s) = queue.pop_front() {

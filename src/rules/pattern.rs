@@ -262,18 +262,11 @@ pub struct PatternSet {
     /// One automaton over the required literals (gates) and the prefix
     /// literals of every pattern of every rule: one pass over a field tells
     /// which patterns can match at all and where they may begin.
-    literals: LiteralDfa,
-    /// The gates opened where match state `m` of `literals` is reached are
-    /// `state_gates[state_gate_start[m]..state_gate_start[m + 1]]`.
-    state_gate_start: Vec<u32>,
-    /// See `state_gate_start`.
-    state_gates: Vec<u32>,
-    /// The `(pattern, literal length)` of the prefix literals that end where
-    /// match state `m` is reached are
-    /// `state_prefixes[state_prefix_start[m]..state_prefix_start[m + 1]]`.
-    state_prefix_start: Vec<u32>,
-    /// See `state_prefix_start`.
-    state_prefixes: Vec<(u32, u32)>,
+    full: Prefilter,
+    /// The same over the ASCII literals only, for ASCII text (most text),
+    /// which cannot contain the others: a third of the states and fewer
+    /// byte classes, so its table stays in the cache.
+    ascii: Prefilter,
     /// A gate is one required literal set of one pattern: the pattern of each.
     gate_pattern: Vec<u32>,
     /// Number of gates of each pattern: a pattern can match once all its
@@ -290,6 +283,65 @@ pub struct PatternSet {
     prefixed_bits: Vec<u64>,
     /// The rule of each pattern.
     pattern_rule: Vec<u32>,
+}
+
+/// A literal automaton and what each of its match states means.
+struct Prefilter {
+    dfa: LiteralDfa,
+    /// The gates opened where match state `m` is reached are
+    /// `state_gates[state_gate_start[m]..state_gate_start[m + 1]]`.
+    state_gate_start: Vec<u32>,
+    /// See `state_gate_start`.
+    state_gates: Vec<u32>,
+    /// The `(pattern, literal length)` of the prefix literals that end where
+    /// match state `m` is reached are
+    /// `state_prefixes[state_prefix_start[m]..state_prefix_start[m + 1]]`.
+    state_prefix_start: Vec<u32>,
+    /// See `state_prefix_start`.
+    state_prefixes: Vec<(u32, u32)>,
+}
+
+impl Prefilter {
+    /// The automaton of the literals `lits` (each with the gates it opens and
+    /// the patterns it begins) that `keep` selects.
+    fn new(lits: &[(Vec<u8>, Vec<u32>, Vec<u32>)], keep: impl Fn(&[u8]) -> bool) -> Prefilter {
+        let lits: Vec<&(Vec<u8>, Vec<u32>, Vec<u32>)> =
+            lits.iter().filter(|(l, _, _)| keep(l)).collect();
+        let dfa = LiteralDfa::new(&lits.iter().map(|(l, _, _)| l.clone()).collect::<Vec<_>>());
+        // What each match state means: the union of its literals' gates, and
+        // their prefixes with the literal's length.
+        let (mut state_gate_start, mut state_gates) = (vec![0u32], Vec::new());
+        let (mut state_prefix_start, mut state_prefixes) = (vec![0u32], Vec::new());
+        for m in 0..dfa.match_states() as u32 {
+            let mut gates: Vec<u32> = Vec::new();
+            for &l in dfa.outputs(m) {
+                let (lit, gs, ps) = lits[l as usize];
+                gates.extend(gs);
+                state_prefixes.extend(ps.iter().map(|&p| (p, lit.len() as u32)));
+            }
+            gates.sort_unstable();
+            gates.dedup();
+            state_gates.extend(gates);
+            state_gate_start.push(state_gates.len() as u32);
+            state_prefix_start.push(state_prefixes.len() as u32);
+        }
+        Prefilter {
+            dfa,
+            state_gate_start,
+            state_gates,
+            state_prefix_start,
+            state_prefixes,
+        }
+    }
+
+    fn gates(&self, m: usize) -> &[u32] {
+        &self.state_gates[self.state_gate_start[m] as usize..self.state_gate_start[m + 1] as usize]
+    }
+
+    fn prefixes(&self, m: usize) -> &[(u32, u32)] {
+        &self.state_prefixes
+            [self.state_prefix_start[m] as usize..self.state_prefix_start[m + 1] as usize]
+    }
 }
 
 /// Scratch space of [`PatternSet::matches`], kept between calls.
@@ -599,9 +651,10 @@ fn left_out(c: char) -> bool {
     folded_away(c) || ('\u{1c80}'..='\u{1c88}').contains(&c)
 }
 
-/// True if `text` has a character that [`left_out`] leaves out.
-fn has_left_out(text: &str) -> bool {
-    if text.is_ascii() {
+/// True if `text` (`ascii` if it is all ASCII) has a character that
+/// [`left_out`] leaves out.
+fn has_left_out(text: &str, ascii: bool) -> bool {
+    if ascii {
         text.bytes().any(|b| b.is_ascii_uppercase())
     } else {
         text.chars().any(left_out)
@@ -899,31 +952,12 @@ impl PatternSet {
                 set_bit(&mut prefixed_bits, i);
             }
         }
-        let literals = LiteralDfa::new(&lits.iter().map(|(l, _, _)| l.clone()).collect::<Vec<_>>());
-        // What each match state of the automaton means: the union of its
-        // literals' gates, and their prefixes with the literal's length.
-        let (mut state_gate_start, mut state_gates) = (vec![0u32], Vec::new());
-        let (mut state_prefix_start, mut state_prefixes) = (vec![0u32], Vec::new());
-        for m in 0..literals.match_states() as u32 {
-            let mut gates: Vec<u32> = Vec::new();
-            for &l in literals.outputs(m) {
-                let (lit, gs, ps) = &lits[l as usize];
-                gates.extend(gs);
-                state_prefixes.extend(ps.iter().map(|&p| (p, lit.len() as u32)));
-            }
-            gates.sort_unstable();
-            gates.dedup();
-            state_gates.extend(gates);
-            state_gate_start.push(state_gates.len() as u32);
-            state_prefix_start.push(state_prefixes.len() as u32);
-        }
+        let full = Prefilter::new(&lits, |_| true);
+        let ascii = Prefilter::new(&lits, |l| l.is_ascii());
         Ok(PatternSet {
             rules,
-            literals,
-            state_gate_start,
-            state_gates,
-            state_prefix_start,
-            state_prefixes,
+            full,
+            ascii,
             gate_pattern,
             need,
             always,
@@ -959,7 +993,8 @@ impl PatternSet {
         // Upper-case and other variants that normalising folds away were
         // dropped from the literals; text that has one (not normalised) runs
         // every pattern instead.
-        if has_left_out(text) {
+        let ascii = text.is_ascii();
+        if has_left_out(text, ascii) {
             sc.present.resize(pw, 0);
             for i in 0..self.patterns {
                 set_bit(&mut sc.present, i);
@@ -968,7 +1003,8 @@ impl PatternSet {
         }
         sc.present.extend_from_slice(&self.always);
         sc.hits.clear();
-        self.literals.scan(text.as_bytes(), &mut sc.hits);
+        let pre = if ascii { &self.ascii } else { &self.full };
+        pre.dfa.scan(text.as_bytes(), &mut sc.hits);
         if sc.hits.is_empty() {
             return true;
         }
@@ -976,7 +1012,16 @@ impl PatternSet {
         sc.opened.resize(gw, 0);
         sc.count.clear();
         sc.count.resize(self.patterns, 0);
-        sc.stamps.resize(self.literals.match_states(), 0);
+        // Stamps are kept per automaton, the ASCII one's first.
+        let base = if ascii {
+            0
+        } else {
+            self.ascii.dfa.match_states()
+        };
+        sc.stamps.resize(
+            self.ascii.dfa.match_states() + self.full.dfa.match_states(),
+            0,
+        );
         sc.round = sc.round.wrapping_add(1);
         if sc.round == 0 {
             // Wrapped: old stamps could equal new rounds.
@@ -994,13 +1039,11 @@ impl PatternSet {
         } = sc;
         for &(_, m) in hits.iter() {
             let m = m as usize;
-            if stamps[m] == *round {
+            if stamps[base + m] == *round {
                 continue;
             }
-            stamps[m] = *round;
-            let gates = &self.state_gates
-                [self.state_gate_start[m] as usize..self.state_gate_start[m + 1] as usize];
-            for &g in gates {
+            stamps[base + m] = *round;
+            for &g in pre.gates(m) {
                 let g = g as usize;
                 if bit(opened, g) {
                     continue;
@@ -1023,10 +1066,7 @@ impl PatternSet {
             return true;
         }
         for &(end, m) in hits.iter() {
-            let m = m as usize;
-            let prefixes = &self.state_prefixes
-                [self.state_prefix_start[m] as usize..self.state_prefix_start[m + 1] as usize];
-            for &(p, len) in prefixes {
+            for &(p, len) in pre.prefixes(m as usize) {
                 if bit(present, p as usize) {
                     starts.push((p, end - len));
                 }
@@ -1045,9 +1085,23 @@ impl PatternSet {
         applies: &dyn Fn(&PatternRule) -> bool,
         hit: &mut dyn FnMut(&PatternRule, (usize, usize)),
     ) {
-        // Taken, not borrowed, so that a nested call cannot conflict.
-        let mut sc = SCRATCH.with(|c| c.take());
-        let exact = self.scan(text, &mut sc);
+        // Borrowed in place (moving it in and out cost a copy per field); a
+        // nested call from `hit` would get scratch space of its own.
+        SCRATCH.with(|c| match c.try_borrow_mut() {
+            Ok(mut sc) => self.matches_in(text, applies, hit, &mut sc),
+            Err(_) => self.matches_in(text, applies, hit, &mut Scratch::default()),
+        })
+    }
+
+    /// [`PatternSet::matches`] with the given scratch space.
+    fn matches_in(
+        &self,
+        text: &str,
+        applies: &dyn Fn(&PatternRule) -> bool,
+        hit: &mut dyn FnMut(&PatternRule, (usize, usize)),
+        sc: &mut Scratch,
+    ) {
+        let exact = self.scan(text, sc);
         // Present patterns in order: a rule's patterns are consecutive and
         // rules are in order, so each rule is met once, in rule order.
         let mut last = u32::MAX;
@@ -1075,7 +1129,6 @@ impl PatternSet {
                 }
             }
         }
-        SCRATCH.with(|c| c.replace(sc));
     }
 
     /// Matches one field and reports into `out`. One finding per rule per field.
