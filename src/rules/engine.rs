@@ -360,10 +360,30 @@ pub fn point_at_other_tool(
     }
 }
 
+/// Which of the two most frequent levels a rule implements (see
+/// [`Rule::levels`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Levels {
+    /// It implements [`Rule::check_text`].
+    pub text: bool,
+    /// It implements [`Rule::check_schema`].
+    pub schema: bool,
+}
+
 /// A rule. Every method has an empty default; implement the levels you need.
 pub trait Rule: Send + Sync {
     /// The rule's metadata.
     fn meta(&self) -> &RuleMeta;
+    /// Which of [`Rule::check_text`] (called for every text field) and
+    /// [`Rule::check_schema`] (every schema) the rule implements: the engine
+    /// does not call the others. Both by default, so a rule that does not
+    /// say is always called.
+    fn levels(&self) -> Levels {
+        Levels {
+            text: true,
+            schema: true,
+        }
+    }
     /// Once per server.
     fn check_server(&self, _scope: &Scope<'_>, _out: &mut Sink) {}
     /// Once per tool.
@@ -604,6 +624,8 @@ pub struct RuleSettings {
 /// The registry: every rule, the shared pattern matcher and user settings.
 pub struct Engine {
     rules: Vec<Box<dyn Rule>>,
+    /// The rules that implement [`Rule::check_text`], by index.
+    text_rules: Vec<usize>,
     patterns: PatternSet,
     settings: HashMap<String, RuleSettings>,
     index: HashMap<String, usize>,
@@ -622,7 +644,9 @@ impl Engine {
                 return Err(m.id.clone());
             }
         }
+        let text_rules = (0..code.len()).filter(|&i| code[i].levels().text).collect();
         Ok(Engine {
+            text_rules,
             rules: code,
             patterns,
             settings: HashMap::new(),
@@ -755,8 +779,8 @@ impl Engine {
         let norm = &*norm;
         self.patterns
             .check(scope, field, norm, tool, &|id| self.enabled(id), sink);
-        for r in &self.rules {
-            r.check_text(scope, field, norm, sink);
+        for &i in &self.text_rules {
+            self.rules[i].check_text(scope, field, norm, sink);
         }
     }
 
@@ -788,6 +812,11 @@ impl Engine {
             .iter()
             .filter(|r| self.enabled(&r.meta().id))
             .map(|r| &**r)
+            .collect();
+        let schema_rules: Vec<&dyn Rule> = enabled
+            .iter()
+            .copied()
+            .filter(|r| r.levels().schema)
             .collect();
         sink.set_subject(Subject::Server, None);
         let from = sink.findings.len();
@@ -829,7 +858,7 @@ impl Engine {
                 ("inputSchema", tool.input_schema),
                 ("outputSchema", tool.output_schema),
             ] {
-                if let Some(n) = n {
+                if let (Some(n), false) = (n, schema_rules.is_empty()) {
                     path.truncate(base);
                     path.push('/');
                     path.push_str(key);
@@ -838,7 +867,7 @@ impl Engine {
                         n,
                         &mut path,
                         &mut |n, path| {
-                            for r in &enabled {
+                            for r in &schema_rules {
                                 r.check_schema(scope, tool, n, path, sink);
                             }
                         },

@@ -24,6 +24,13 @@ impl Rule for HtmlComment {
         &self.meta
     }
 
+    fn levels(&self) -> crate::rules::engine::Levels {
+        crate::rules::engine::Levels {
+            text: true,
+            schema: false,
+        }
+    }
+
     fn check_text(&self, scope: &Scope<'_>, field: &Field<'_>, norm: &Normalized, out: &mut Sink) {
         // Most text has no `<` at all: memchr answers that before the
         // substring search (whose set-up costs more than the search itself
