@@ -145,14 +145,25 @@ pub struct Blob {
 }
 
 /// Decodes base64 (any of the four common variants).
+///
+/// The first variant that accepts `s` is the only one that can, or all
+/// that can agree: `+` or `/` rule out the URL-safe alphabet and `-` or `_`
+/// the standard one (both alphabets read the other characters alike), and
+/// a `=` rules out the unpadded variants, while text without one decodes
+/// the same either way when the padded variant accepts it. So one decoder,
+/// picked by a look at `s`, answers (tested against trying all four).
 pub fn decode_base64(s: &str) -> Option<Vec<u8>> {
-    let engines = [
-        &base64::engine::general_purpose::STANDARD,
-        &base64::engine::general_purpose::STANDARD_NO_PAD,
-        &base64::engine::general_purpose::URL_SAFE,
-        &base64::engine::general_purpose::URL_SAFE_NO_PAD,
-    ];
-    engines.iter().find_map(|e| e.decode(s).ok())
+    use base64::engine::general_purpose::{STANDARD, STANDARD_NO_PAD, URL_SAFE, URL_SAFE_NO_PAD};
+    let b = s.as_bytes();
+    let url = b.iter().any(|&c| c == b'-' || c == b'_');
+    let padded = b.contains(&b'=');
+    let engine = match (url, padded) {
+        (false, true) => &STANDARD,
+        (false, false) => &STANDARD_NO_PAD,
+        (true, true) => &URL_SAFE,
+        (true, false) => &URL_SAFE_NO_PAD,
+    };
+    engine.decode(s).ok()
 }
 
 /// Decodes an even number of hex digits.
@@ -207,7 +218,10 @@ pub fn blobs(text: &str) -> Vec<Blob> {
     if b64_run < B64_MIN && hex_run < 2 * HEX_MIN {
         return out;
     }
-    for (start, end) in base64_runs(text, B64_MIN).take_while(|_| b64_run >= B64_MIN) {
+    // (Checked before the loop: `take_while` would scan the text for a first
+    // run before looking at the condition.)
+    let b64_runs = base64_runs(text, B64_MIN).take(if b64_run >= B64_MIN { usize::MAX } else { 0 });
+    for (start, end) in b64_runs {
         if out.len() >= MAX_BLOBS {
             return out;
         }
@@ -226,7 +240,12 @@ pub fn blobs(text: &str) -> Vec<Blob> {
             });
         }
     }
-    for (start, end) in hex_runs(text, HEX_MIN).take_while(|_| hex_run >= 2 * HEX_MIN) {
+    let hex = hex_runs(text, HEX_MIN).take(if hex_run >= 2 * HEX_MIN {
+        usize::MAX
+    } else {
+        0
+    });
+    for (start, end) in hex {
         if out.len() >= MAX_BLOBS {
             break;
         }
@@ -401,6 +420,47 @@ mod tests {
         }
         proptest!(ProptestConfig::with_cases(3000), |(t in "[a-hA-F0-9+/_=\\- .é²_]{0,80}")| {
             check(&t);
+        });
+    }
+
+    /// Picking one decoder gives what trying the four variants in order gave.
+    #[test]
+    fn one_decoder_equals_trying_all_four() {
+        use proptest::prelude::*;
+        let all_four = |s: &str| {
+            let engines = [
+                &base64::engine::general_purpose::STANDARD,
+                &base64::engine::general_purpose::STANDARD_NO_PAD,
+                &base64::engine::general_purpose::URL_SAFE,
+                &base64::engine::general_purpose::URL_SAFE_NO_PAD,
+            ];
+            engines.iter().find_map(|e| e.decode(s).ok())
+        };
+        for s in [
+            "",
+            "aGk=",
+            "aGk",
+            "aGVsbG8gd29ybGQ",
+            "a+b/",
+            "a-b_",
+            "a+b_",
+            "aGk==",
+            "=",
+            "ab=c",
+        ] {
+            assert_eq!(decode_base64(s), all_four(s), "{s:?}");
+        }
+        for t in ["send the token", "~/.ssh/id_rsa?", "\u{ff}\u{fe}>>", "ab"] {
+            for e in [
+                &base64::engine::general_purpose::STANDARD,
+                &base64::engine::general_purpose::URL_SAFE_NO_PAD,
+            ] {
+                let s = e.encode(t);
+                assert_eq!(decode_base64(&s), all_four(&s), "{s:?}");
+            }
+        }
+        proptest!(ProptestConfig::with_cases(5000), |(s in "[a-dA-D0-3+/_=-]{0,14}")| {
+            prop_assert_eq!(decode_base64(&s), all_four(&s));
         });
     }
 

@@ -10,7 +10,6 @@
 
 use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::fmt::Write as _;
 use std::path::PathBuf;
 
 use crate::finding::{ByteSpan, Confidence, Finding, LineIndex, Related, Severity, Subject};
@@ -361,10 +360,30 @@ pub fn point_at_other_tool(
     }
 }
 
+/// Which of the two most frequent levels a rule implements (see
+/// [`Rule::levels`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Levels {
+    /// It implements [`Rule::check_text`].
+    pub text: bool,
+    /// It implements [`Rule::check_schema`].
+    pub schema: bool,
+}
+
 /// A rule. Every method has an empty default; implement the levels you need.
 pub trait Rule: Send + Sync {
     /// The rule's metadata.
     fn meta(&self) -> &RuleMeta;
+    /// Which of [`Rule::check_text`] (called for every text field) and
+    /// [`Rule::check_schema`] (every schema) the rule implements: the engine
+    /// does not call the others. Both by default, so a rule that does not
+    /// say is always called.
+    fn levels(&self) -> Levels {
+        Levels {
+            text: true,
+            schema: true,
+        }
+    }
     /// Once per server.
     fn check_server(&self, _scope: &Scope<'_>, _out: &mut Sink) {}
     /// Once per tool.
@@ -436,6 +455,26 @@ fn seg(s: &str) -> Cow<'_, str> {
     }
 }
 
+/// Appends `/i` to `path` (without the formatting machinery of `write!`,
+/// which cost more than the rest of the step for every array element).
+fn push_index(path: &mut String, i: usize) {
+    path.push('/');
+    let mut digits = [0u8; 20];
+    let mut n = i;
+    let mut at = digits.len();
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    for &d in &digits[at..] {
+        path.push(char::from(d));
+    }
+}
+
 /// Calls `visit` with every model-visible text field under `node`, in
 /// document order. `path` is the node's field path (restored on return).
 pub fn walk_fields<'d>(
@@ -468,7 +507,7 @@ pub fn walk_fields<'d>(
             if let Some(items) = doc.array(node) {
                 for (i, &v) in items.iter().enumerate() {
                     let len = path.len();
-                    let _ = write!(path, "/{i}");
+                    push_index(path, i);
                     walk_fields(doc, v, path, parent_key, visit);
                     path.truncate(len);
                 }
@@ -552,7 +591,7 @@ fn walk_schemas(
                 Kind::Array => {
                     for (i, &x) in doc.array(v).unwrap_or_default().iter().enumerate() {
                         let l2 = path.len();
-                        let _ = write!(path, "/{i}");
+                        push_index(path, i);
                         walk_schemas(doc, x, path, visit, depth + 1);
                         path.truncate(l2);
                     }
@@ -562,7 +601,7 @@ fn walk_schemas(
             "anyOf" | "oneOf" | "allOf" | "prefixItems" => {
                 for (i, &x) in doc.array(v).unwrap_or_default().iter().enumerate() {
                     let l2 = path.len();
-                    let _ = write!(path, "/{i}");
+                    push_index(path, i);
                     walk_schemas(doc, x, path, visit, depth + 1);
                     path.truncate(l2);
                 }
@@ -585,6 +624,8 @@ pub struct RuleSettings {
 /// The registry: every rule, the shared pattern matcher and user settings.
 pub struct Engine {
     rules: Vec<Box<dyn Rule>>,
+    /// The rules that implement [`Rule::check_text`], by index.
+    text_rules: Vec<usize>,
     patterns: PatternSet,
     settings: HashMap<String, RuleSettings>,
     index: HashMap<String, usize>,
@@ -603,7 +644,9 @@ impl Engine {
                 return Err(m.id.clone());
             }
         }
+        let text_rules = (0..code.len()).filter(|&i| code[i].levels().text).collect();
         Ok(Engine {
+            text_rules,
             rules: code,
             patterns,
             settings: HashMap::new(),
@@ -736,8 +779,8 @@ impl Engine {
         let norm = &*norm;
         self.patterns
             .check(scope, field, norm, tool, &|id| self.enabled(id), sink);
-        for r in &self.rules {
-            r.check_text(scope, field, norm, sink);
+        for &i in &self.text_rules {
+            self.rules[i].check_text(scope, field, norm, sink);
         }
     }
 
@@ -763,12 +806,22 @@ impl Engine {
         if doc.node_count() == 0 {
             return;
         }
+        // The enabled rules, looked up once rather than per tool and schema.
+        let enabled: Vec<&dyn Rule> = self
+            .rules
+            .iter()
+            .filter(|r| self.enabled(&r.meta().id))
+            .map(|r| &**r)
+            .collect();
+        let schema_rules: Vec<&dyn Rule> = enabled
+            .iter()
+            .copied()
+            .filter(|r| r.levels().schema)
+            .collect();
         sink.set_subject(Subject::Server, None);
         let from = sink.findings.len();
-        for r in &self.rules {
-            if self.enabled(&r.meta().id) {
-                r.check_server(scope, sink);
-            }
+        for r in &enabled {
+            r.check_server(scope, sink);
         }
         // One path buffer and one normalisation buffer for the whole server.
         let mut norm = Normalized::default();
@@ -794,10 +847,8 @@ impl Engine {
         for tool in &server.tools {
             sink.set_subject(Subject::Tool, Some(tool.name.clone()));
             let from = sink.findings.len();
-            for r in &self.rules {
-                if self.enabled(&r.meta().id) {
-                    r.check_tool(scope, tool, sink);
-                }
+            for r in &enabled {
+                r.check_tool(scope, tool, sink);
             }
             path.clear();
             path.push_str("tools/");
@@ -807,7 +858,7 @@ impl Engine {
                 ("inputSchema", tool.input_schema),
                 ("outputSchema", tool.output_schema),
             ] {
-                if let Some(n) = n {
+                if let (Some(n), false) = (n, schema_rules.is_empty()) {
                     path.truncate(base);
                     path.push('/');
                     path.push_str(key);
@@ -816,10 +867,8 @@ impl Engine {
                         n,
                         &mut path,
                         &mut |n, path| {
-                            for r in &self.rules {
-                                if self.enabled(&r.meta().id) {
-                                    r.check_schema(scope, tool, n, path, sink);
-                                }
+                            for r in &schema_rules {
+                                r.check_schema(scope, tool, n, path, sink);
                             }
                         },
                         0,

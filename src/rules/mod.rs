@@ -5,6 +5,7 @@ pub mod code;
 pub mod config;
 pub mod decoded;
 pub mod engine;
+pub mod literal_dfa;
 pub mod normalize;
 pub mod pattern;
 

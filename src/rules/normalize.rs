@@ -90,7 +90,8 @@ pub struct Normalized {
     pub space_run: usize,
 }
 
-/// Byte classes for [`runs`]: bit 0 base64 alphabet, bit 1 ASCII whitespace.
+/// Byte classes for [`runs`]: bit 0 base64 alphabet, bit 1 ASCII whitespace,
+/// bit 2 not plain ASCII (see [`plain_ascii`]).
 static CLASS: [u8; 256] = {
     let mut t = [0u8; 256];
     let mut i = 0;
@@ -102,23 +103,29 @@ static CLASS: [u8; 256] = {
         if matches!(b, b' ' | b'\t'..=b'\r') {
             t[i] = 2;
         }
+        if !((b >= 0x20 && b < 0x7f) || b == b'\n' || b == b'\t' || b == b'\r') {
+            t[i] |= 4;
+        }
         i += 1;
     }
     t
 };
 
 /// The longest base64-alphabet run and the longest ASCII whitespace run of
-/// `s`, in one pass (every code rule that looks for them bails out on these).
-fn runs(s: &str) -> (usize, usize) {
+/// `s`, in one pass (every code rule that looks for them bails out on these),
+/// and whether `s` is [`plain_ascii`].
+fn runs(s: &str) -> (usize, usize, bool) {
     let (mut b, mut best_b, mut w, mut best_w) = (0usize, 0usize, 0usize, 0usize);
+    let mut classes = 0u8;
     for &c in s.as_bytes() {
         let class = CLASS[usize::from(c)];
+        classes |= class;
         b = if class & 1 != 0 { b + 1 } else { 0 };
         w = if class & 2 != 0 { w + 1 } else { 0 };
         best_b = best_b.max(b);
         best_w = best_w.max(w);
     }
-    (best_b, best_w)
+    (best_b, best_w, classes & 4 == 0)
 }
 
 impl Normalized {
@@ -145,7 +152,9 @@ impl Normalized {
 /// [`normalize`] into `n`, reusing its buffers: printable ASCII text (most
 /// text) costs no allocation once the buffer is big enough.
 pub fn normalize_into(s: &str, n: &mut Normalized) {
-    if plain_ascii(s) {
+    // One pass tells both the runs and whether the text is plain ASCII.
+    let (blob_run, space_run, plain) = runs(s);
+    if plain {
         n.text.clear();
         n.text.push_str(s);
         n.text.make_ascii_lowercase();
@@ -153,23 +162,41 @@ pub fn normalize_into(s: &str, n: &mut Normalized) {
         n.hidden.clear();
         n.tag_text.clear();
         n.mixed_script = false;
-        (n.blob_run, n.space_run) = runs(s);
+        (n.blob_run, n.space_run) = (blob_run, space_run);
     } else {
         *n = normalize(s);
     }
 }
 
-/// True if `s` is printable ASCII plus tab, CR and LF only.
+/// True if `s` is printable ASCII plus tab, CR and LF only ([`runs`] tells
+/// the same in its pass; this is its test oracle).
+#[cfg(test)]
 fn plain_ascii(s: &str) -> bool {
     s.bytes()
         .all(|b| (0x20..0x7f).contains(&b) || b == b'\n' || b == b'\t' || b == b'\r')
 }
 
+/// True if lower-casing or NFKC changes `c` (ASCII upper case, Cyrillic
+/// upper case, the long s `ſ`, the Kelvin sign ...): normalised text never
+/// contains such a character, so the pattern prefilter leaves literals with
+/// one out (see [`crate::rules::pattern`]).
+pub fn folded_away(c: char) -> bool {
+    if c.is_ascii() {
+        return c.is_ascii_uppercase();
+    }
+    let mut lower = c.to_lowercase();
+    if !(lower.next() == Some(c) && lower.next().is_none()) {
+        return true;
+    }
+    let mut nfkc = std::iter::once(c).nfkc();
+    !(nfkc.next() == Some(c) && nfkc.next().is_none())
+}
+
 /// Normalises `s` (already JSON-decoded). See the module docs for the steps.
 pub fn normalize(s: &str) -> Normalized {
     // Fast path: printable ASCII plus tab/CR/LF only needs lower-casing.
-    let (blob_run, space_run) = runs(s);
-    if plain_ascii(s) {
+    let (blob_run, space_run, plain) = runs(s);
+    if plain {
         return Normalized {
             text: s.to_ascii_lowercase(),
             blob_run,
@@ -391,6 +418,17 @@ mod tests {
     }
 
     #[test]
+    fn runs_tell_plain_ascii() {
+        for c in (0..0x800u32)
+            .chain([0xfeff, 0x1f600, 0xe0041])
+            .filter_map(char::from_u32)
+        {
+            let t = format!("ab{c}d");
+            assert_eq!(runs(&t).2, plain_ascii(&t), "{c:?}");
+        }
+    }
+
+    #[test]
     fn runs_are_measured() {
         let n = normalize("ab  c\t\n d aGVsbG8_d29y-bGQ= x");
         assert_eq!((n.blob_run, n.space_run), (16, 3));
@@ -399,6 +437,31 @@ mod tests {
         assert_eq!((m.blob_run, m.space_run), (4, 2));
         normalize_into("a b", &mut m);
         assert_eq!((m.blob_run, m.space_run), (1, 1));
+    }
+
+    /// No character survives normalisation that [`folded_away`] says cannot
+    /// (the prefilter would otherwise run every pattern on such text: still
+    /// exact, only slower).
+    #[test]
+    fn normalised_text_has_nothing_folded_away() {
+        let mut text = String::new();
+        for c in (0..=0x10ffffu32).filter_map(char::from_u32) {
+            text.push(c);
+            // Letters next to each other, as in a word (confusable folding).
+            text.push('a');
+            if text.len() > 4096 {
+                let n = normalize(&text);
+                let bad = n.text.chars().find(|&c| folded_away(c));
+                assert!(bad.is_none(), "{bad:?}");
+                text.clear();
+            }
+        }
+        let n = normalize(&text);
+        assert!(!n.text.chars().any(folded_away));
+        assert!(
+            folded_away('A') && folded_away('ſ') && folded_away('\u{212a}') && folded_away('Д')
+        );
+        assert!(!folded_away('a') && !folded_away('д') && !folded_away('ß') && !folded_away('言'));
     }
 
     #[test]

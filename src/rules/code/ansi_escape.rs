@@ -18,6 +18,13 @@ impl Rule for AnsiEscape {
         &self.meta
     }
 
+    fn levels(&self) -> crate::rules::engine::Levels {
+        crate::rules::engine::Levels {
+            text: true,
+            schema: false,
+        }
+    }
+
     fn check_text(&self, scope: &Scope<'_>, field: &Field<'_>, norm: &Normalized, out: &mut Sink) {
         let hidden: Vec<_> = norm
             .hidden

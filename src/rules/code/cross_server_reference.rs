@@ -32,6 +32,13 @@ impl Rule for CrossServerReference {
         &self.meta
     }
 
+    fn levels(&self) -> crate::rules::engine::Levels {
+        crate::rules::engine::Levels {
+            text: false,
+            schema: false,
+        }
+    }
+
     fn check_agent(&self, servers: &[Scope<'_>], out: &mut Sink) {
         for a in servers {
             for t in &a.server.tools {

@@ -21,6 +21,13 @@ impl Rule for CrossServerToolName {
         &self.meta
     }
 
+    fn levels(&self) -> crate::rules::engine::Levels {
+        crate::rules::engine::Levels {
+            text: false,
+            schema: false,
+        }
+    }
+
     fn check_agent(&self, servers: &[Scope<'_>], out: &mut Sink) {
         for (_, a, _, b) in crate::rules::engine::server_pairs(servers) {
             for t in &a.server.tools {

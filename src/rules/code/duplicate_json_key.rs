@@ -17,6 +17,13 @@ impl Rule for DuplicateJsonKey {
         &self.meta
     }
 
+    fn levels(&self) -> crate::rules::engine::Levels {
+        crate::rules::engine::Levels {
+            text: false,
+            schema: false,
+        }
+    }
+
     fn check_server(&self, scope: &Scope<'_>, out: &mut Sink) {
         // Duplicates belong to the file; report them with its first server.
         if !std::ptr::eq(scope.server, &scope.loaded.servers[0]) {

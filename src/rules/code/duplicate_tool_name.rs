@@ -19,6 +19,13 @@ impl Rule for DuplicateToolName {
         &self.meta
     }
 
+    fn levels(&self) -> crate::rules::engine::Levels {
+        crate::rules::engine::Levels {
+            text: false,
+            schema: false,
+        }
+    }
+
     fn check_server(&self, scope: &Scope<'_>, out: &mut Sink) {
         let mut seen: HashMap<&str, u32> = HashMap::new();
         for t in &scope.server.tools {

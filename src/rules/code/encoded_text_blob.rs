@@ -34,6 +34,13 @@ impl Rule for EncodedTextBlob {
         &self.meta
     }
 
+    fn levels(&self) -> crate::rules::engine::Levels {
+        crate::rules::engine::Levels {
+            text: true,
+            schema: false,
+        }
+    }
+
     fn check_text(&self, scope: &Scope<'_>, field: &Field<'_>, norm: &Normalized, out: &mut Sink) {
         let text = field.text.as_ref();
         // Both regexes need 32 bytes of the base64 alphabet in a row (hex

@@ -18,6 +18,13 @@ impl Rule for HomoglyphName {
         &self.meta
     }
 
+    fn levels(&self) -> crate::rules::engine::Levels {
+        crate::rules::engine::Levels {
+            text: false,
+            schema: false,
+        }
+    }
+
     fn check_tool(&self, scope: &Scope<'_>, tool: &Tool, out: &mut Sink) {
         if tool.name.is_ascii() {
             return;

@@ -21,6 +21,13 @@ impl Rule for InstructionWithPayload {
         &self.meta
     }
 
+    fn levels(&self) -> crate::rules::engine::Levels {
+        crate::rules::engine::Levels {
+            text: false,
+            schema: false,
+        }
+    }
+
     fn check_findings(
         &self,
         scope: &Scope<'_>,

@@ -62,6 +62,13 @@ impl Rule for LethalTrifecta {
         &self.meta
     }
 
+    fn levels(&self) -> crate::rules::engine::Levels {
+        crate::rules::engine::Levels {
+            text: false,
+            schema: false,
+        }
+    }
+
     fn check_agent(&self, servers: &[Scope<'_>], out: &mut Sink) {
         let find = |words: &[&str]| -> Option<(usize, &Tool)> {
             servers.iter().enumerate().find_map(|(i, s)| {

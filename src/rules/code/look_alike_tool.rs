@@ -408,6 +408,13 @@ impl Rule for LookAlikeTool {
         &self.meta
     }
 
+    fn levels(&self) -> crate::rules::engine::Levels {
+        crate::rules::engine::Levels {
+            text: false,
+            schema: false,
+        }
+    }
+
     fn check_agent(&self, servers: &[Scope<'_>], out: &mut Sink) {
         let mut ids = Interner::new();
         let all: Vec<Vec<Facts>> = servers

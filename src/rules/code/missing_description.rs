@@ -17,6 +17,13 @@ impl Rule for MissingDescription {
         &self.meta
     }
 
+    fn levels(&self) -> crate::rules::engine::Levels {
+        crate::rules::engine::Levels {
+            text: false,
+            schema: false,
+        }
+    }
+
     fn check_tool(&self, scope: &Scope<'_>, tool: &Tool, out: &mut Sink) {
         let empty = tool
             .description

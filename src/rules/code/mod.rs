@@ -79,3 +79,33 @@ macro_rules! code_rule {
     };
 }
 pub(crate) use code_rule;
+
+#[cfg(test)]
+mod tests {
+    /// Each rule's `levels` says `text: true` exactly when its file defines
+    /// `check_text`, and `schema: true` exactly when it defines
+    /// `check_schema`: the engine does not call a level a rule says it lacks,
+    /// so a rule that gains one must say so.
+    #[test]
+    fn levels_match_the_methods_defined() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/rules/code");
+        let mut checked = 0;
+        for e in std::fs::read_dir(&dir).expect("src/rules/code") {
+            let path = e.expect("entry").path();
+            if path.file_name().is_some_and(|n| n == "mod.rs") {
+                continue;
+            }
+            let src = std::fs::read_to_string(&path).expect("rule source");
+            for (method, field) in [("fn check_text", "text"), ("fn check_schema", "schema")] {
+                let declared = format!("{field}: {}", src.contains(method));
+                assert!(
+                    src.contains(&declared),
+                    "{}: expected `{declared}`",
+                    path.display()
+                );
+            }
+            checked += 1;
+        }
+        assert_eq!(checked, super::all().len());
+    }
+}

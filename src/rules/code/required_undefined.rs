@@ -18,6 +18,13 @@ impl Rule for RequiredUndefined {
         &self.meta
     }
 
+    fn levels(&self) -> crate::rules::engine::Levels {
+        crate::rules::engine::Levels {
+            text: false,
+            schema: true,
+        }
+    }
+
     fn check_schema(
         &self,
         scope: &Scope<'_>,

@@ -19,6 +19,13 @@ impl Rule for TokenBudget {
         &self.meta
     }
 
+    fn levels(&self) -> crate::rules::engine::Levels {
+        crate::rules::engine::Levels {
+            text: false,
+            schema: false,
+        }
+    }
+
     fn check_server(&self, scope: &Scope<'_>, out: &mut Sink) {
         let Some(tools) = scope.server.tools_node else {
             return;

@@ -18,6 +18,13 @@ impl Rule for ToolNameInvalid {
         &self.meta
     }
 
+    fn levels(&self) -> crate::rules::engine::Levels {
+        crate::rules::engine::Levels {
+            text: false,
+            schema: false,
+        }
+    }
+
     fn check_tool(&self, scope: &Scope<'_>, tool: &Tool, out: &mut Sink) {
         let n = &tool.name;
         let ok = !n.is_empty()

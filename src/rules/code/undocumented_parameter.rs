@@ -72,6 +72,13 @@ impl Rule for UndocumentedParameter {
         &self.meta
     }
 
+    fn levels(&self) -> crate::rules::engine::Levels {
+        crate::rules::engine::Levels {
+            text: false,
+            schema: false,
+        }
+    }
+
     fn check_tool(&self, scope: &Scope<'_>, tool: &Tool, out: &mut Sink) {
         let doc = scope.doc;
         // Lower-cased only for the rare parameter that gets that far.

@@ -16,4 +16,11 @@ impl Rule for UnmatchedIgnore {
     fn meta(&self) -> &RuleMeta {
         &self.meta
     }
+
+    fn levels(&self) -> crate::rules::engine::Levels {
+        crate::rules::engine::Levels {
+            text: false,
+            schema: false,
+        }
+    }
 }

@@ -53,6 +53,13 @@ impl Rule for WhitespacePadding {
         &self.meta
     }
 
+    fn levels(&self) -> crate::rules::engine::Levels {
+        crate::rules::engine::Levels {
+            text: true,
+            schema: false,
+        }
+    }
+
     fn check_text(&self, scope: &Scope<'_>, field: &Field<'_>, norm: &Normalized, out: &mut Sink) {
         let text = field.text.as_ref();
         // A run long enough to report has at least `NEWLINES` characters, so
