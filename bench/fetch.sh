@@ -22,6 +22,26 @@
 # this moves far less than wall time, so compare it first); then ratios against `cold` and `main`.
 # Needs `mcplint runner setup` first.
 #
+# Measured 2026-11-30 08:55-09:03 UTC, 3 runs each, TCG, debug build, quiet machine (load average about 1),
+# MODES="cold first warm host":
+#   server                                               mode        wall prepare    boot session     cpu
+#   npm:@modelcontextprotocol/server-memory@2026.8.31    cold       20.74    8.99    0.76   11.17   11.61
+#   npm:@modelcontextprotocol/server-memory@2026.8.31    first      21.98    9.25    0.85   11.99   12.08
+#   npm:@modelcontextprotocol/server-memory@2026.8.31    warm       12.63    9.44    0.70    2.57    2.67
+#   npm:@modelcontextprotocol/server-memory@2026.8.31    host        9.03    8.46       -    0.37    0.43
+#     first/cold: session 1.07, cpu 1.04; warm/cold: session 0.23, cpu 0.23
+#   npm:@modelcontextprotocol/server-everything@2026.8.31 cold      21.96    9.58    0.86   11.72   12.24
+#   npm:@modelcontextprotocol/server-everything@2026.8.31 first     25.40   11.02    0.88   13.56   13.73
+#   npm:@modelcontextprotocol/server-everything@2026.8.31 warm      12.99   10.24    0.73    2.07    2.22
+#   npm:@modelcontextprotocol/server-everything@2026.8.31 host      10.35    9.40       -    0.42    0.50
+#     first/cold: session 1.16, cpu 1.12; warm/cold: session 0.18, cpu 0.18
+# Measured 2026-11-30 08:10-08:50 UTC, 3 runs each, load average about 5 (other agents' builds), before
+# the save's bandwidth cap was lifted (saves took 1.4 s instead of 0.4):
+#   pypi:mcp-server-time==2026.10.19  main 50.65, cold 49.74, first 58.00, warm 2.18, host 2.34 s
+#     (session; cpu 35.49, 32.37, 35.88, 1.41, 1.47); server-memory main 22.61, cold 16.75, first 20.78,
+#     warm 3.71, host 0.63; server-everything 28.10, 18.70, 24.40, 3.30, 0.81.
+#
+# In the runs below, "tuned" is what is now "cold" (the boot snapshot, no warm snapshot).
 # Measured 2026-11-30 06:14-06:32 UTC, 3 runs each, TCG, debug build, quiet machine (load average about 1):
 #   server                                               mode        wall prepare    boot session     cpu
 #   npm:@modelcontextprotocol/server-memory@2026.8.31    baseline   23.75    8.34    4.61   15.25   15.45
