@@ -898,7 +898,7 @@ fn warm_up(
                     }
                 }
                 Heard::Line(_) => prov.notes.push(
-                    "no warm snapshot: the server was still using CPU 60 s after it started".into(),
+                    "no warm snapshot: the server never settled (still using CPU 60 s after it started, or it ended)".into(),
                 ),
             }
             // Without the go line the saved state would be useless (every
