@@ -32,8 +32,20 @@ pub fn put(sock: &Path, path: &str, body: &Value, timeout: Duration) -> Result<(
         return Err(format!("{what}: not a valid request path"));
     }
     let deadline = Instant::now() + timeout;
-    let mut s = UnixStream::connect(sock)
-        .map_err(|e| format!("{what}: cannot connect to {}: {e}", sock.display()))?;
+    // The socket file appears when the server binds it, a moment before it
+    // listens: a refused connection is retried until the deadline.
+    let mut s = loop {
+        match UnixStream::connect(sock) {
+            Ok(s) => break s,
+            Err(e)
+                if e.kind() == std::io::ErrorKind::ConnectionRefused
+                    && Instant::now() < deadline =>
+            {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            Err(e) => return Err(format!("{what}: cannot connect to {}: {e}", sock.display())),
+        }
+    };
     let payload = serde_json::to_vec(body).map_err(|e| format!("{what}: {e}"))?;
     let mut req = format!(
         "PUT {path} HTTP/1.1\r\nHost: localhost\r\nAccept: application/json\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
