@@ -35,7 +35,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use client::{Client, ClientError, ClientOptions, LinePipe, Manifest};
-use process::Running;
+use process::{Heard, Running};
 use source::{Prepared, Source, APP_DIR};
 
 /// Why a fetch failed.
@@ -403,9 +403,11 @@ fn run_qemu(
         current
     };
     // 1. The package's warm snapshot.
+    // The boot snapshot's key, which the warm snapshot's key builds on.
+    let boot_key = snapshots.then(|| snapshot::key(image, &opts.vm, accel));
     let mut warm_key = None;
-    if snapshots && warm::enabled() {
-        match snapshot::key(image, &opts.vm, accel).and_then(|b| warm::key(&b, tree)) {
+    if let (Some(boot), true) = (&boot_key, warm::enabled()) {
+        match boot.clone().and_then(|b| warm::key(&b, tree)) {
             Ok(key) => {
                 if let Some(dir) = warm::find(&key) {
                     let run = work.join("vmrun");
@@ -419,20 +421,17 @@ fn run_qemu(
                         None,
                         vm::Boot::Restore(&dir, &run),
                     )?;
-                    prov.tunings.push("warm-snapshot".into());
-                    let note = format!(
-                        "restored this package's warm snapshot, saved {}: its server started then, from the same files, arguments and environment, and had received nothing",
-                        warm::saved_at(&dir)
-                    );
-                    prov.notes.push(note.clone());
+                    let saved = warm::saved_at(&dir);
                     prov.prepare_s = Some(t0.elapsed().as_secs_f64());
                     let r = run_stdio_after(cmd, None, Warmup::Resume(&run), opts, prov, t0);
                     if !unstarted(&r, prov) {
+                        prov.tunings.push("warm-snapshot".into());
+                        prov.notes.push(format!(
+                            "restored this package's warm snapshot, saved {saved}: its server started then, from the same files, arguments and environment, and had received nothing"
+                        ));
                         return r;
                     }
                     let _ = std::fs::remove_dir_all(&dir);
-                    prov.notes.retain(|n| *n != note);
-                    prov.tunings.retain(|t| t != "warm-snapshot");
                     prov.notes.push(format!(
                         "the warm snapshot did not start ({}): removed",
                         first_line(&r)
@@ -462,8 +461,11 @@ fn run_qemu(
         prov.notes
             .push("the package does not fit the boot snapshot's disk slot: cold boot".into());
     }
-    if sized {
-        match snapshot::ensure(image, &opts.vm, accel) {
+    if let (Some(boot), true) = (&boot_key, sized) {
+        match boot
+            .clone()
+            .and_then(|key| snapshot::ensure(&key, image, &opts.vm, accel))
+        {
             Ok((dir, made)) => {
                 if made {
                     prov.notes.push(format!(
@@ -478,7 +480,6 @@ fn run_qemu(
                 std::fs::create_dir_all(&run)
                     .map_err(|e| RunnerError::io("creating the VM's run folder", e))?;
                 let go = snapshot::go_line(making.is_some()).map_err(RunnerError::NoVm)?;
-                prov.tunings.push("boot-snapshot".into());
                 let cmd = vm::command_boot(
                     image,
                     Some(&disk),
@@ -506,6 +507,7 @@ fn run_qemu(
                     }
                 }
                 if !unstarted(&r, prov) {
+                    prov.tunings.push("boot-snapshot".into());
                     return r;
                 }
                 // A damaged or unloadable state would fail every fetch: drop
@@ -515,7 +517,6 @@ fn run_qemu(
                     "the boot snapshot did not start ({}): removed; booted cold instead",
                     first_line(&r)
                 ));
-                prov.tunings.retain(|t| t != "boot-snapshot");
             }
             Err(e) => prov
                 .notes
@@ -841,30 +842,6 @@ fn warm_up(
     warmup: &Warmup<'_>,
     prov: &mut capture::Provenance,
 ) -> Result<Option<std::os::unix::net::UnixStream>, String> {
-    /// What came of waiting for the guest console.
-    enum Heard {
-        /// The `n`th of the lines waited for.
-        Line(usize),
-        /// The VM ended first.
-        Ended,
-        /// Nothing within the limit.
-        Silent,
-    }
-    let wait = |run: &mut Running, lines: &[&str], limit: Duration| -> Heard {
-        let start = Instant::now();
-        loop {
-            if let Some(i) = lines.iter().position(|l| run.stderr.seen(l).is_some()) {
-                return Heard::Line(i);
-            }
-            if run.finish_if_exited().is_some() {
-                return Heard::Ended;
-            }
-            if start.elapsed() > limit {
-                return Heard::Silent;
-            }
-            std::thread::sleep(Duration::from_millis(5));
-        }
-    };
     let resumed = ["mcplint-guest: resumed", "mcplint-guest: error"];
     // The guest polls for the go line for 60 s; it takes it in well under a
     // second once sent.
@@ -874,9 +851,9 @@ fn warm_up(
         Warmup::Save(dir) => {
             // The guest says idle or busy within about 60 s of the start.
             let settle = Duration::from_secs(120);
-            match wait(run, &["mcplint-guest: idle", "mcplint-guest: busy"], settle) {
+            match run.wait_for(&["mcplint-guest: idle", "mcplint-guest: busy"], settle) {
                 // The session that follows reports what the server did.
-                Heard::Ended => return Ok(None),
+                Heard::Exited => return Ok(None),
                 Heard::Silent => {
                     prov.notes.push(
                         "no warm snapshot: the guest never said whether its server had loaded"
@@ -884,7 +861,7 @@ fn warm_up(
                     );
                     return Ok(None);
                 }
-                Heard::Line(0) => {
+                Heard::Marker(0) => {
                     let t = Instant::now();
                     let saved = warm::save(dir);
                     prov.warm_save_s = Some(t.elapsed().as_secs_f64());
@@ -897,14 +874,14 @@ fn warm_up(
                             .push(format!("no warm snapshot: saving failed ({e})"));
                     }
                 }
-                Heard::Line(_) => prov.notes.push(
+                Heard::Marker(_) => prov.notes.push(
                     "no warm snapshot: the server never settled (still using CPU 60 s after it started, or it ended)".into(),
                 ),
             }
             // Without the go line the saved state would be useless (every
             // restore sends it); the server itself runs on regardless.
             let ctl = warm::send_go(dir, Duration::from_secs(10));
-            let took = ctl.is_ok() && matches!(wait(run, &resumed, go_limit), Heard::Line(0));
+            let took = ctl.is_ok() && run.wait_for(&resumed, go_limit) == Heard::Marker(0);
             if !took {
                 if dir.join(snapshot::STATE).exists() {
                     prov.notes.push(
@@ -918,8 +895,8 @@ fn warm_up(
         }
         Warmup::Resume(dir) => {
             let ctl = warm::send_go(dir, Duration::from_secs(10))?;
-            match wait(run, &resumed, go_limit) {
-                Heard::Line(0) => Ok(Some(ctl)),
+            match run.wait_for(&resumed, go_limit) {
+                Heard::Marker(0) => Ok(Some(ctl)),
                 _ => Err("the guest did not take its go line on the control port".into()),
             }
         }

@@ -83,6 +83,17 @@ struct TailInner {
     marks: Vec<(&'static str, Instant)>,
 }
 
+/// What came of [`Running::wait_for`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Heard {
+    /// The marker at this index in the list waited for.
+    Marker(usize),
+    /// The child exited first.
+    Exited,
+    /// Nothing within the limit.
+    Silent,
+}
+
 /// Lines the guest init prints, whose arrival times are kept. (The server's
 /// stderr shares the console, so a server can print them too: nothing here
 /// trusts them beyond timing its own fetch.)
@@ -249,6 +260,24 @@ impl Running {
     /// The exit status if the child has exited (without waiting).
     pub fn finish_if_exited(&mut self) -> Option<std::process::ExitStatus> {
         self.child.try_wait().ok().flatten()
+    }
+
+    /// Waits until one of `markers` (each one of [`MARKERS`]) has appeared
+    /// on stderr, the child has exited, or `limit` has passed.
+    pub fn wait_for(&mut self, markers: &[&str], limit: Duration) -> Heard {
+        let start = Instant::now();
+        loop {
+            if let Some(i) = markers.iter().position(|m| self.stderr.seen(m).is_some()) {
+                return Heard::Marker(i);
+            }
+            if self.finish_if_exited().is_some() {
+                return Heard::Exited;
+            }
+            if start.elapsed() > limit {
+                return Heard::Silent;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
     }
 
     /// The child's pid.

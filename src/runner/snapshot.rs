@@ -32,7 +32,7 @@ use std::time::{Duration, Instant};
 use sha2::{Digest, Sha256};
 
 use super::image::Image;
-use super::process::Running;
+use super::process::{Heard, Running};
 use super::vm::{self, Accel, Boot, VmConfig};
 
 /// Bumped whenever the snapshot protocol (guest init's snapshot mode, the go
@@ -97,10 +97,14 @@ pub fn root() -> PathBuf {
     }
 }
 
-/// The snapshot folder for this machine, made first if missing. Returns the
-/// folder and whether it was made now.
-pub fn ensure(image: &Image, cfg: &VmConfig, accel: Accel) -> Result<(PathBuf, bool), String> {
-    let key = key(image, cfg, accel)?;
+/// The snapshot folder for this machine (`key` is [`key`]'s for it), made
+/// first if missing. Returns the folder and whether it was made now.
+pub fn ensure(
+    key: &str,
+    image: &Image,
+    cfg: &VmConfig,
+    accel: Accel,
+) -> Result<(PathBuf, bool), String> {
     let root = root();
     let dir = root.join(&key[..32]);
     if is_complete(&dir) {
@@ -115,19 +119,7 @@ pub fn ensure(image: &Image, cfg: &VmConfig, accel: Accel) -> Result<(PathBuf, b
     let made = make(image, cfg, accel, tmp.path());
     super::process::unregister_dir(tmp.path());
     made?;
-    let _ = std::fs::remove_file(tmp.path().join(QMP));
-    let _ = std::fs::remove_file(tmp.path().join(vm::CTL));
-    let tmp = tmp.keep();
-    // Another fetch may have made the same snapshot meanwhile: keep either.
-    if std::fs::rename(&tmp, &dir).is_err() {
-        let _ = std::fs::remove_dir_all(&tmp);
-        if !is_complete(&dir) {
-            return Err(format!(
-                "could not install the snapshot in {}",
-                dir.display()
-            ));
-        }
-    }
+    install(tmp, &dir, is_complete)?;
     // Snapshots of older images or QEMU builds are unreachable now, and so
     // is every package's warm snapshot (each was saved from a restore of
     // the boot snapshot).
@@ -142,6 +134,30 @@ pub fn ensure(image: &Image, cfg: &VmConfig, accel: Accel) -> Result<(PathBuf, b
     }
     super::warm::clear();
     Ok((dir, true))
+}
+
+/// Moves a snapshot made in `tmp` to `dir`, without the run's sockets.
+/// Another fetch may have made the same snapshot meanwhile: either is kept,
+/// as long as the one in place is `complete`.
+pub fn install(
+    tmp: tempfile::TempDir,
+    dir: &Path,
+    complete: fn(&Path) -> bool,
+) -> Result<(), String> {
+    for f in [QMP, vm::CTL] {
+        let _ = std::fs::remove_file(tmp.path().join(f));
+    }
+    let tmp = tmp.keep();
+    if std::fs::rename(&tmp, dir).is_err() {
+        let _ = std::fs::remove_dir_all(&tmp);
+        if !complete(dir) {
+            return Err(format!(
+                "could not install the snapshot in {}",
+                dir.display()
+            ));
+        }
+    }
+    Ok(())
 }
 
 fn is_complete(dir: &Path) -> bool {
@@ -171,17 +187,15 @@ fn make(image: &Image, cfg: &VmConfig, accel: Accel, dir: &Path) -> Result<(), S
             crate::display::visible_short(&last.join(" | "), 240)
         )
     };
-    while run.stderr.seen("mcplint-guest: ready").is_none() {
-        if run.finish_if_exited().is_some() {
+    match run.wait_for(&["mcplint-guest: ready"], MAKE_LIMIT) {
+        Heard::Marker(_) => {}
+        Heard::Exited => {
             return Err(fail(
                 &mut run,
                 "the snapshot guest ended before it was ready",
-            ));
+            ))
         }
-        if start.elapsed() > MAKE_LIMIT {
-            return Err(fail(&mut run, "the snapshot guest was not ready in time"));
-        }
-        std::thread::sleep(Duration::from_millis(20));
+        Heard::Silent => return Err(fail(&mut run, "the snapshot guest was not ready in time")),
     }
     let saved = save_over_qmp(&dir.join(QMP), &format!("{}/{STATE}", vm::SNAP_DIR), start)
         .and_then(|qmp| qmp.quit());

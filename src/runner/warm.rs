@@ -184,22 +184,12 @@ impl Making {
     /// one got there first), then evicts the least recently used beyond
     /// the limit. Returns where it now is.
     pub fn install(mut self, key: &str) -> Result<PathBuf, String> {
-        let path = self.path().to_path_buf();
-        for f in [snapshot::QMP, vm::CTL] {
-            let _ = std::fs::remove_file(path.join(f));
-        }
-        super::process::unregister_dir(&path);
-        let Some(dir) = self.dir.take() else {
+        let Some(tmp) = self.dir.take() else {
             return Err("already installed".into());
         };
-        let tmp = dir.keep();
+        super::process::unregister_dir(tmp.path());
         let dir = root().join(&key[..32]);
-        if std::fs::rename(&tmp, &dir).is_err() {
-            let _ = std::fs::remove_dir_all(&tmp);
-            if !is_complete(&dir) {
-                return Err(format!("could not install it in {}", dir.display()));
-            }
-        }
+        snapshot::install(tmp, &dir, is_complete)?;
         evict(&root(), keep(), &dir);
         Ok(dir)
     }
