@@ -110,12 +110,7 @@ pub fn ensure(
     if is_complete(&dir) {
         return Ok((dir, false));
     }
-    std::fs::create_dir_all(&root).map_err(|e| format!("creating {}: {e}", root.display()))?;
-    let tmp = tempfile::Builder::new()
-        .prefix(".make-")
-        .tempdir_in(&root)
-        .map_err(|e| format!("creating a folder in {}: {e}", root.display()))?;
-    super::process::register_dir(tmp.path().to_path_buf());
+    let tmp = making_dir(&root)?;
     let made = make(image, cfg, accel, tmp.path());
     super::process::unregister_dir(tmp.path());
     made?;
@@ -134,6 +129,18 @@ pub fn ensure(
     }
     super::warm::clear();
     Ok((dir, true))
+}
+
+/// A new folder under `root` to make a snapshot in: a dot name (no clean-up
+/// takes it for a snapshot), removed on Ctrl-C like every temporary folder.
+pub fn making_dir(root: &Path) -> Result<tempfile::TempDir, String> {
+    std::fs::create_dir_all(root).map_err(|e| format!("creating {}: {e}", root.display()))?;
+    let tmp = tempfile::Builder::new()
+        .prefix(".make-")
+        .tempdir_in(root)
+        .map_err(|e| format!("creating a folder in {}: {e}", root.display()))?;
+    super::process::register_dir(tmp.path().to_path_buf());
+    Ok(tmp)
 }
 
 /// Moves a snapshot made in `tmp` to `dir`, without the run's sockets.

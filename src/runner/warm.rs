@@ -159,14 +159,9 @@ pub struct Making {
 impl Making {
     /// A new folder under [`root`].
     pub fn new() -> Result<Making, String> {
-        let root = root();
-        std::fs::create_dir_all(&root).map_err(|e| format!("creating {}: {e}", root.display()))?;
-        let dir = tempfile::Builder::new()
-            .prefix(".make-")
-            .tempdir_in(&root)
-            .map_err(|e| format!("creating a folder in {}: {e}", root.display()))?;
-        super::process::register_dir(dir.path().to_path_buf());
-        Ok(Making { dir: Some(dir) })
+        Ok(Making {
+            dir: Some(snapshot::making_dir(&root())?),
+        })
     }
 
     /// The folder: the package disk goes here, and it is the VM's run
