@@ -871,6 +871,44 @@ fn vm_tests_enabled() -> bool {
     true
 }
 
+/// The guest image's Python standard library is compiled to bytecode the
+/// guest uses as it is (its disk is read-only: without it every start
+/// compiled every module it imported, most of a Python server's start under
+/// emulation).
+#[test]
+fn guest_python_stdlib_is_compiled_to_unchecked_bytecode() {
+    if !vm_tests_enabled() {
+        return;
+    }
+    let st = Command::new(bin())
+        .args(["runner", "status"])
+        .output()
+        .expect("run");
+    let text = String::from_utf8_lossy(&st.stdout);
+    let folder = text
+        .lines()
+        .find_map(|l| l.strip_prefix("folder "))
+        .expect("runner status names the image folder");
+    let lib = Path::new(folder.trim()).join("runtime/lib/python3.11");
+    for pyc in [
+        "__pycache__/typing.cpython-311.pyc",
+        "asyncio/__pycache__/base_events.cpython-311.pyc",
+        "json/__pycache__/decoder.cpython-311.pyc",
+        "email/__pycache__/message.cpython-311.pyc",
+    ] {
+        let bytes = std::fs::read(lib.join(pyc)).unwrap_or_else(|e| panic!("{pyc}: {e}"));
+        // PEP 552: the flags word after the magic number; 1 = hash-based,
+        // source not checked (a timestamp-based file would need the source's
+        // mtime to match, which nothing guarantees on the guest's disk).
+        assert_eq!(bytes.get(4..8), Some(&[1u8, 0, 0, 0][..]), "{pyc}");
+        let path = String::from_utf8_lossy(&bytes);
+        assert!(
+            path.contains("/usr/lib/python3.11/"),
+            "{pyc} names guest paths"
+        );
+    }
+}
+
 /// Runs a fetch with its own TMPDIR, and checks that it left nothing behind:
 /// no temporary files and no QEMU or bubblewrap process using them.
 fn vm_fetch(args: &[&str]) -> Run {
