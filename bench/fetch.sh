@@ -22,6 +22,13 @@
 # this moves far less than wall time, so compare it first); then ratios against `cold` and `main`.
 # Needs `mcplint runner setup` first.
 #
+# Measured 2026-11-30 10:44-10:51 UTC, 3 runs each, TCG, debug build, load average about 2.5, MODES="cold first warm host",
+# after the guest image compiled the Python standard library to bytecode:
+#   pypi:mcp-server-time==2026.10.19                     cold       37.28   15.84    0.83   20.39   18.31
+#   pypi:mcp-server-time==2026.10.19                     first      44.69   18.09    1.00   23.83   21.45
+#   pypi:mcp-server-time==2026.10.19                     warm       21.29   18.67    0.81    1.26    1.30
+#   pypi:mcp-server-time==2026.10.19                     host       17.11   15.43       -    1.45    1.38
+#
 # Measured 2026-11-30 08:55-09:03 UTC, 3 runs each, TCG, debug build, quiet machine (load average about 1),
 # MODES="cold first warm host":
 #   server                                               mode        wall prepare    boot session     cpu
