@@ -1362,6 +1362,23 @@ fn microvm_hostile_battery_and_real_servers() {
     );
     assert!(r.secs < 40.0, "took {:.1} s", r.secs);
 
+    // 5b. Exits at once, while its warm snapshot was to be made: the guest
+    // says so (not `busy`), the host saves nothing and reports the exit.
+    let r = vm_fetch(&[&src, "--timeout", "120", "--", "exit"]);
+    assert_eq!(r.code(), 2, "{}", r.stderr());
+    for want in [
+        "closed its output",
+        "hostile: exiting at once",
+        "mcplint-guest: ended",
+    ] {
+        assert!(r.stderr().contains(want), "{want}: {}", r.stderr());
+    }
+    assert!(
+        !r.stderr().contains("mcplint-guest: busy"),
+        "{}",
+        r.stderr()
+    );
+
     // 6. An MCPB bundle: unpacked on the host, its mcp_config run in the guest.
     let dir = tempfile::tempdir().expect("tempdir");
     let mcpb = echo_mcpb(dir.path());

@@ -849,9 +849,14 @@ fn warm_up(
     match warmup {
         Warmup::None => Ok(None),
         Warmup::Save(dir) => {
-            // The guest says idle or busy within about 60 s of the start.
+            // The guest says idle, busy or ended within about 60 s of the start.
             let settle = Duration::from_secs(120);
-            match run.wait_for(&["mcplint-guest: idle", "mcplint-guest: busy"], settle) {
+            let settled = [
+                "mcplint-guest: idle",
+                "mcplint-guest: busy",
+                "mcplint-guest: ended",
+            ];
+            match run.wait_for(&settled, settle) {
                 // The session that follows reports what the server did.
                 Heard::Exited => return Ok(None),
                 Heard::Silent => {
@@ -874,8 +879,11 @@ fn warm_up(
                             .push(format!("no warm snapshot: saving failed ({e})"));
                     }
                 }
+                Heard::Marker(1) => prov.notes.push(
+                    "no warm snapshot: the server never settled (still using CPU 60 s after it started)".into(),
+                ),
                 Heard::Marker(_) => prov.notes.push(
-                    "no warm snapshot: the server never settled (still using CPU 60 s after it started, or it ended)".into(),
+                    "no warm snapshot: the server ended before it settled".into(),
                 ),
             }
             // Without the go line the saved state would be useless (every

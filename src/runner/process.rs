@@ -103,6 +103,7 @@ pub const MARKERS: &[&str] = &[
     "mcplint-guest: ready",
     "mcplint-guest: idle",
     "mcplint-guest: busy",
+    "mcplint-guest: ended",
     "mcplint-guest: resumed",
     "mcplint-guest: error",
 ];

@@ -9,7 +9,7 @@
 //! package restores the boot snapshot with `warm` on the go line: the guest
 //! init starts the server in the background, watches the guest's CPU time,
 //! and says `idle` once three 0.1 s windows in a row used at most one tick
-//! (or `busy` after 60 s). The host then migrates the VM to a file through
+//! (or `busy` after 60 s, or `ended` when the server exited first: no save). The host then migrates the VM to a file through
 //! QMP, resumes it, and sends the go line again on the control port; only
 //! then does the MCP session begin, so the saved server has received
 //! nothing from the host. The state and the package disk it was saved with
