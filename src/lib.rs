@@ -6,6 +6,10 @@
 //! [`finding`]s, and the CLI ([`cli`]) renders them. Nothing below imports what
 //! is above it.
 
+// Every public item says what it is for (`cargo clippy -- -D warnings`
+// turns a missing one into an error).
+#![warn(missing_docs)]
+
 pub mod approval;
 pub mod cli;
 pub mod config;

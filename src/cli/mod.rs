@@ -47,8 +47,10 @@ Exit codes: 0 ok, 1 findings or changes, 2 bad input or usage.";
 #[derive(Debug, Parser)]
 #[command(name = "mcplint", version, about, after_help = AFTER_HELP)]
 pub struct Cli {
+    /// How inputs are read (format, size and depth limits): global options.
     #[command(flatten)]
     pub input: InputArgs,
+    /// The command to run.
     #[command(subcommand)]
     pub command: Command,
 }

@@ -33,6 +33,7 @@ pub struct Args {
     /// Also load rule files from this directory.
     #[arg(long = "rules", value_name = "DIR")]
     pub rules: Vec<PathBuf>,
+    /// What to do instead of listing the rules.
     #[command(subcommand)]
     pub action: Option<Action>,
 }
