@@ -675,6 +675,43 @@ fn an_mcpb_bundle_folder_and_zip_run_their_mcp_config() {
         .starts_with("sha256:"));
 }
 
+/// Steps are announced on a terminal (a first fetch under TCG takes tens of
+/// seconds), and only there: logs and pipes get the summary line alone.
+#[test]
+fn progress_shows_on_a_terminal_only() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = dir.path().join("capture.json");
+    let quote = |p: &Path| format!("'{}'", p.display().to_string().replace('\'', "'\\''"));
+    let line = format!(
+        "{} fetch --no-sandbox {} -o {}",
+        quote(Path::new(bin())),
+        quote(&fixture("echo")),
+        quote(&out)
+    );
+    // `script` (util-linux) gives the command a pseudo-terminal.
+    let tty = Command::new("script")
+        .args(["-qec", &line, "/dev/null"])
+        .stdin(Stdio::null())
+        .output()
+        .expect("run script");
+    let shown = String::from_utf8_lossy(&tty.stdout);
+    assert!(tty.status.success(), "{shown}");
+    assert!(shown.contains("mcplint: unpacking "), "{shown}");
+    assert!(
+        shown.contains("mcplint: starting the server on this host, with no sandbox"),
+        "{shown}"
+    );
+    assert!(out.exists(), "{shown}");
+    let piped = fetch(&["--no-sandbox", fixture("echo").to_str().expect("utf-8")]);
+    assert_eq!(piped.code(), 0, "{}", piped.stderr());
+    assert!(!piped.stderr().contains("unpacking"), "{}", piped.stderr());
+    assert!(
+        !piped.stderr().contains("starting the server"),
+        "{}",
+        piped.stderr()
+    );
+}
+
 #[test]
 fn launch_specs_in_the_namespaces_sandbox() {
     if !vm_tests_enabled() {

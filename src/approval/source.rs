@@ -226,6 +226,7 @@ fn fetch_live(
         // and records it as such; the launch spec's own secrets already are
         // placeholders in `env`.
         secrets: cfg.secrets.clone(),
+        progress: runner::progress_to_terminal,
     };
     let capture =
         runner::fetch(&Target::Source(source), &fetch_opts).map_err(|e| fail(e.to_string()))?;

@@ -353,6 +353,7 @@ pub fn run(args: &Args) -> Result<i32, RunnerError> {
         secrets: args.secrets.clone(),
         origin,
         build_in_guest: args.build_in_guest,
+        progress: crate::runner::progress_to_terminal,
     };
     let (capture, code) = if args.identities.is_empty() {
         (crate::runner::fetch(&target, &opts)?, super::EXIT_OK)

@@ -177,6 +177,24 @@ pub struct FetchOptions {
     /// The launch spec (server.json, client-config entry, MCPB bundle) the
     /// source was resolved from, recorded in the capture.
     pub origin: Option<spec::Origin>,
+    /// Told each step as it begins (installing, booting, restoring, saving),
+    /// for a person waiting at a terminal: [`progress_to_terminal`] or
+    /// [`no_progress`].
+    pub progress: fn(&str),
+}
+
+/// A [`FetchOptions::progress`] that says nothing.
+pub fn no_progress(_: &str) {}
+
+/// A [`FetchOptions::progress`] that prints each step on standard error
+/// when that is a terminal (a fetch under TCG can take tens of seconds;
+/// logs and pipes stay as they were). The step may hold text from a config
+/// file or a package: it is shown with [`crate::display::visible`].
+pub fn progress_to_terminal(step: &str) {
+    use std::io::IsTerminal;
+    if std::io::stderr().is_terminal() {
+        eprintln!("mcplint: {}", crate::display::visible(step));
+    }
 }
 
 /// Fetches a manifest and returns the capture document.
@@ -238,6 +256,10 @@ pub fn fetch(target: &Target, opts: &FetchOptions) -> Result<Value, RunnerError>
                         .into(),
                 ));
             }
+            (opts.progress)(&format!(
+                "unpacking {} on this host (install scripts off: nothing of it runs here)",
+                opts.source_text
+            ));
             let prepared = source::prepare(src, &work.path.join("pkg"), opts.build_in_guest)?;
             prov.notes.extend(prepared.notes.iter().cloned());
             prov.package = Some(prepared.name.clone());
@@ -260,6 +282,7 @@ pub fn fetch(target: &Target, opts: &FetchOptions) -> Result<Value, RunnerError>
                     let mut cmd = Command::new(&argv[0]);
                     cmd.args(&argv[1..]).current_dir(&work.path);
                     host_env(&mut cmd, &opts.env, &prepared.env(&dir));
+                    (opts.progress)("starting the server on this host, with no sandbox");
                     prov.prepare_s = Some(t0.elapsed().as_secs_f64());
                     run_stdio(cmd, opts, &mut prov, t0)
                 }
@@ -273,6 +296,7 @@ pub fn fetch(target: &Target, opts: &FetchOptions) -> Result<Value, RunnerError>
                     prov.image_hash = Some(image.id());
                     prov.argv = argv.clone();
                     let cmd = namespaces_command(&image, &prepared, &argv, &opts.env)?;
+                    (opts.progress)("starting the server in bubblewrap namespaces");
                     prov.prepare_s = Some(t0.elapsed().as_secs_f64());
                     run_stdio(cmd, opts, &mut prov, t0)
                 }
@@ -321,6 +345,7 @@ pub fn fetch(target: &Target, opts: &FetchOptions) -> Result<Value, RunnerError>
                             }
                             let disk = work.path.join("app.ext4");
                             image::make_ext4(&prepared.dir, &disk, "app")?;
+                            (opts.progress)("booting a Firecracker microVM (kvm)");
                             prov.prepare_s = Some(t0.elapsed().as_secs_f64());
                             run_firecracker(&image, &disk, &work.path, opts, &mut prov, t0)
                         }
@@ -387,6 +412,11 @@ fn run_qemu(
             Some(&spec),
             vm::Boot::Cold,
         )?;
+        (opts.progress)(&format!(
+            "booting a microVM cold ({}) with a network to {} only",
+            accel.name(),
+            hosts.join(", ")
+        ));
         prov.prepare_s = Some(t0.elapsed().as_secs_f64());
         let r = run_stdio_after(cmd, None, Warmup::None, opts, prov, t0);
         prov.egress = Some(proxy.finish());
@@ -422,6 +452,10 @@ fn run_qemu(
                         vm::Boot::Restore(&dir, &run),
                     )?;
                     let saved = warm::saved_at(&dir);
+                    (opts.progress)(&format!(
+                        "restoring this package's warm snapshot (saved {saved}; {})",
+                        accel.name()
+                    ));
                     prov.prepare_s = Some(t0.elapsed().as_secs_f64());
                     let r = run_stdio_after(cmd, None, Warmup::Resume(&run), opts, prov, t0);
                     if !unstarted(&r, prov) {
@@ -464,7 +498,7 @@ fn run_qemu(
     if let (Some(boot), true) = (&boot_key, sized) {
         match boot
             .clone()
-            .and_then(|key| snapshot::ensure(&key, image, &opts.vm, accel))
+            .and_then(|key| snapshot::ensure(&key, image, &opts.vm, accel, opts.progress))
         {
             Ok((dir, made)) => {
                 if made {
@@ -488,6 +522,11 @@ fn run_qemu(
                     None,
                     vm::Boot::Restore(&dir, &run),
                 )?;
+                (opts.progress)(&match (&making, accel) {
+                    (Some(_), vm::Accel::Tcg) => "starting the server in a microVM restored from the boot snapshot (tcg: emulated, a first start takes a while); its warm snapshot is saved once it settles".to_owned(),
+                    (Some(_), _) => format!("starting the server in a microVM restored from the boot snapshot ({}); its warm snapshot is saved once it settles", accel.name()),
+                    (None, _) => format!("starting the server in a microVM restored from the boot snapshot ({})", accel.name()),
+                });
                 prov.prepare_s = Some(t0.elapsed().as_secs_f64());
                 let warmup = match &making {
                     Some(_) => Warmup::Save(&run),
@@ -531,6 +570,7 @@ fn run_qemu(
         cold_disk
     };
     let cmd = vm::command_boot(image, Some(&disk), &opts.vm, accel, None, vm::Boot::Cold)?;
+    (opts.progress)(&format!("booting a microVM cold ({})", accel.name()));
     if prov.prepare_s.is_none() {
         prov.prepare_s = Some(t0.elapsed().as_secs_f64());
     }
@@ -799,7 +839,7 @@ fn run_stdio_after(
     let mut run = run;
     let watchdog = Watchdog::start(run.id(), opts.timeout);
     // Held open for the session: the guest has read its line by then.
-    let _ctl = match warm_up(&mut run, &warmup, prov) {
+    let _ctl = match warm_up(&mut run, &warmup, prov, opts.progress) {
         Ok(c) => {
             if !matches!(warmup, Warmup::None) {
                 prov.warmup_s = Some(spawned.elapsed().as_secs_f64());
@@ -841,6 +881,7 @@ fn warm_up(
     run: &mut Running,
     warmup: &Warmup<'_>,
     prov: &mut capture::Provenance,
+    progress: fn(&str),
 ) -> Result<Option<std::os::unix::net::UnixStream>, String> {
     let resumed = ["mcplint-guest: resumed", "mcplint-guest: error"];
     // The guest polls for the go line for 60 s; it takes it in well under a
@@ -867,6 +908,7 @@ fn warm_up(
                     return Ok(None);
                 }
                 Heard::Marker(0) => {
+                    progress("the server has settled: saving its warm snapshot");
                     let t = Instant::now();
                     let saved = warm::save(dir);
                     prov.warm_save_s = Some(t.elapsed().as_secs_f64());

@@ -98,18 +98,24 @@ pub fn root() -> PathBuf {
 }
 
 /// The snapshot folder for this machine (`key` is [`key`]'s for it), made
-/// first if missing. Returns the folder and whether it was made now.
+/// first if missing (`progress` is told before). Returns the folder and
+/// whether it was made now.
 pub fn ensure(
     key: &str,
     image: &Image,
     cfg: &VmConfig,
     accel: Accel,
+    progress: fn(&str),
 ) -> Result<(PathBuf, bool), String> {
     let root = root();
     let dir = root.join(&key[..32]);
     if is_complete(&dir) {
         return Ok((dir, false));
     }
+    progress(&format!(
+        "making the boot snapshot (once per guest image and machine; {})",
+        accel.name()
+    ));
     let tmp = making_dir(&root)?;
     let made = make(image, cfg, accel, tmp.path());
     super::process::unregister_dir(tmp.path());
