@@ -995,6 +995,95 @@ fn vm_fetch_env(args: &[&str], env: &[(&str, &Path)]) -> Run {
     Run { out, secs, capture }
 }
 
+/// Processes whose command line names `needle`.
+fn processes_naming(needle: &str) -> Vec<String> {
+    std::fs::read_dir("/proc")
+        .expect("proc")
+        .filter_map(Result::ok)
+        .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
+        .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
+        .filter(|c| c.contains(needle))
+        .collect()
+}
+
+/// Interrupting `fetch` (Ctrl-C, or a CI job cancelled with SIGTERM) kills
+/// what it started and removes the session's files: signalled as soon as a
+/// process of the session runs whose command line holds `when` (`npm`: while
+/// the package is unpacked on the host; `bwrap`, `qemu`: while the server
+/// runs in its sandbox).
+fn interrupted_fetch_cleans_up(sandbox: &str, signal: nix::sys::signal::Signal, when: &str) {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let tmp_s = tmp.path().to_string_lossy().into_owned();
+    let out_dir = tempfile::tempdir().expect("tempdir");
+    let src = format!("file:{}", fixture("hostile").display());
+    let child = Command::new(bin())
+        .args([
+            "fetch",
+            "--sandbox",
+            sandbox,
+            &src,
+            "--timeout",
+            "300",
+            "-o",
+        ])
+        .arg(out_dir.path().join("capture.json"))
+        .args(["--", "silent"])
+        .env("TMPDIR", tmp.path())
+        .env("MCPLINT_VM_WARM", "0")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run mcplint");
+    let pid = nix::unistd::Pid::from_raw(i32::try_from(child.id()).expect("pid"));
+    // mcplint itself does not name the session's folder; its children do.
+    let t0 = Instant::now();
+    while !processes_naming(&tmp_s).iter().any(|c| c.contains(when)) {
+        assert!(t0.elapsed().as_secs() < 240, "{when} never ran");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    if when != "npm" {
+        // Let the server get going (the guest's, or bubblewrap's child).
+        std::thread::sleep(std::time::Duration::from_secs(2));
+    }
+    nix::sys::signal::kill(pid, signal).expect("signal");
+    let out = child.wait_with_output().expect("wait");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{sandbox} {signal}: {stderr}");
+    assert!(stderr.contains("interrupted"), "{stderr}");
+    // The handler killed the children (SIGKILL) before exiting: a killed
+    // process is gone at once (a zombie has no command line), while one
+    // that was missed would still be at work for seconds (npm, QEMU).
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    assert_eq!(
+        processes_naming(&tmp_s),
+        Vec::<String>::new(),
+        "{sandbox} {signal}"
+    );
+    let left: Vec<_> = std::fs::read_dir(tmp.path())
+        .expect("list")
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .collect();
+    assert!(
+        left.is_empty(),
+        "{sandbox} {signal}: files left behind: {left:?}"
+    );
+    assert!(!out_dir.path().join("capture.json").exists());
+}
+
+#[test]
+fn ctrl_c_and_sigterm_kill_the_server_and_remove_its_files() {
+    if !vm_tests_enabled() {
+        return;
+    }
+    use nix::sys::signal::Signal;
+    interrupted_fetch_cleans_up("namespaces", Signal::SIGTERM, "npm");
+    interrupted_fetch_cleans_up("namespaces", Signal::SIGINT, "bwrap");
+    interrupted_fetch_cleans_up("namespaces", Signal::SIGTERM, "bwrap");
+    interrupted_fetch_cleans_up("microvm", Signal::SIGINT, "qemu");
+}
+
 fn fingerprint_of(path: &Path) -> String {
     let out = Command::new(bin())
         .arg("fingerprint")

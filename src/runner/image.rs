@@ -165,7 +165,7 @@ fn load(dir: &Path) -> Option<Image> {
 }
 
 fn tool(cmd: &mut Command, what: &str) -> Result<String, RunnerError> {
-    let out = cmd.stdin(Stdio::null()).output().map_err(|e| {
+    let out = super::process::output(cmd.stdin(Stdio::null())).map_err(|e| {
         RunnerError::Setup(format!(
             "{what}: cannot run {:?}: {e} (run scripts/install-runner-deps.sh)",
             cmd.get_program()

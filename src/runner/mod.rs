@@ -200,6 +200,18 @@ pub fn progress_to_terminal(step: &str) {
 /// Fetches a manifest and returns the capture document.
 pub fn fetch(target: &Target, opts: &FetchOptions) -> Result<Value, RunnerError> {
     process::install_interrupt_handler();
+    let r = fetch_once(target, opts);
+    // Interrupted (Ctrl-C, SIGTERM): the handler thread is killing what was
+    // started and removing its files, and exits 130 itself. The session it
+    // broke is no error to report: wait for the handler instead of racing it.
+    while r.is_err() && process::interrupted() {
+        std::thread::park_timeout(Duration::from_secs(1));
+    }
+    r
+}
+
+/// [`fetch`] without the wait for an interrupt handler.
+fn fetch_once(target: &Target, opts: &FetchOptions) -> Result<Value, RunnerError> {
     let t0 = Instant::now();
     // Secrets get placeholders, whatever value came with them.
     let mut env: Vec<(String, String)> = opts

@@ -30,21 +30,44 @@ fn registry() -> &'static Mutex<Registry> {
     R.get_or_init(|| Mutex::new(Registry::default()))
 }
 
-/// Installs the Ctrl-C handler once: kills every registered child (and its
-/// process group), removes registered folders, exits 130.
+/// Set by the interrupt handler as it begins.
+static INTERRUPTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Whether an interrupt is being handled. The handler kills the children,
+/// so the main thread may meanwhile see its session fail and head for the
+/// exit: it should leave that to the handler (which removes the files and
+/// exits 130) rather than report the broken session as the error.
+pub fn interrupted() -> bool {
+    INTERRUPTED.load(std::sync::atomic::Ordering::SeqCst)
+}
+
+/// Installs the Ctrl-C handler once (SIGINT, and SIGTERM and SIGHUP: a
+/// cancelled CI job, a closed terminal): kills every registered child (and
+/// its process group), removes registered folders, exits 130.
 pub fn install_interrupt_handler() {
     static ONCE: OnceLock<()> = OnceLock::new();
     ONCE.get_or_init(|| {
         let _ = ctrlc::set_handler(|| {
+            INTERRUPTED.store(true, std::sync::atomic::Ordering::SeqCst);
             if let Ok(r) = registry().lock() {
                 for &pid in &r.pids {
                     kill_tree(pid);
                 }
                 for d in &r.dirs {
-                    let _ = std::fs::remove_dir_all(d);
+                    // The main thread may be removing the same folder (its
+                    // session just failed: the child is dead): a removal
+                    // that met the other's half-done work fails; try again.
+                    for _ in 0..20 {
+                        if std::fs::remove_dir_all(d).is_ok() || !d.exists() {
+                            break;
+                        }
+                        std::thread::sleep(Duration::from_millis(10));
+                    }
                 }
             }
-            eprintln!("mcplint: interrupted; the server was killed and its files removed");
+            eprintln!(
+                "mcplint: interrupted; what it started was killed and its temporary files removed"
+            );
             std::process::exit(130);
         });
     });
@@ -63,6 +86,27 @@ pub fn unregister_dir(p: &std::path::Path) {
     if let Ok(mut r) = registry().lock() {
         r.dirs.retain(|d| d != p);
     }
+}
+
+/// Runs a host tool of the fetch (npm, pip, compileall, mkfs.ext4) to its
+/// end like [`Command::output`], in a process group of its own registered
+/// with the interrupt handler: a fetch cancelled while it runs (SIGTERM
+/// reaches mcplint alone) kills it too, rather than leaving it writing into
+/// the folder the handler removes.
+pub fn output(cmd: &mut Command) -> std::io::Result<std::process::Output> {
+    use std::os::unix::process::CommandExt;
+    install_interrupt_handler();
+    cmd.process_group(0);
+    let child = cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn()?;
+    let id = child.id();
+    if let Ok(mut r) = registry().lock() {
+        r.pids.push(id);
+    }
+    let out = child.wait_with_output();
+    if let Ok(mut r) = registry().lock() {
+        r.pids.retain(|&p| p != id);
+    }
+    out
 }
 
 fn kill_tree(pid: u32) {

@@ -271,15 +271,12 @@ impl Prepared {
 }
 
 pub(crate) fn run_tool(cmd: &mut Command, what: &str) -> Result<std::process::Output, RunnerError> {
-    let out = cmd
-        .stdin(std::process::Stdio::null())
-        .output()
-        .map_err(|e| {
-            RunnerError::Prepare(format!(
-                "{what}: could not run {:?}: {e}",
-                cmd.get_program()
-            ))
-        })?;
+    let out = super::process::output(cmd.stdin(std::process::Stdio::null())).map_err(|e| {
+        RunnerError::Prepare(format!(
+            "{what}: could not run {:?}: {e}",
+            cmd.get_program()
+        ))
+    })?;
     if !out.status.success() {
         let err = String::from_utf8_lossy(&out.stderr);
         let tail: String = err
@@ -812,25 +809,25 @@ pub fn precompile_python(dir: &Path, run_dir: &Path) {
         if !dir.join(sub).is_dir() {
             continue;
         }
-        let _ = Command::new(host_python())
-            .args([
-                "-m",
-                "compileall",
-                "-q",
-                "-j",
-                "1",
-                "--invalidation-mode",
-                "unchecked-hash",
-            ])
-            .arg("-d")
-            .arg(run_dir.join(sub))
-            // Constant sets are written in hash order: a fixed seed keeps
-            // the bytes the same from one fetch to the next.
-            .env("PYTHONHASHSEED", "0")
-            .arg(dir.join(sub))
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .status();
+        let _ = super::process::output(
+            Command::new(host_python())
+                .args([
+                    "-m",
+                    "compileall",
+                    "-q",
+                    "-j",
+                    "1",
+                    "--invalidation-mode",
+                    "unchecked-hash",
+                ])
+                .arg("-d")
+                .arg(run_dir.join(sub))
+                // Constant sets are written in hash order: a fixed seed keeps
+                // the bytes the same from one fetch to the next.
+                .env("PYTHONHASHSEED", "0")
+                .arg(dir.join(sub))
+                .stdin(std::process::Stdio::null()),
+        );
     }
 }
 
