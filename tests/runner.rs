@@ -980,14 +980,7 @@ fn vm_fetch_env(args: &[&str], env: &[(&str, &Path)]) -> Run {
         .map(|e| e.path())
         .collect();
     assert!(left.is_empty(), "temporary files left behind: {left:?}");
-    let tmp_s = tmp.path().to_string_lossy().into_owned();
-    let running: Vec<String> = std::fs::read_dir("/proc")
-        .expect("proc")
-        .filter_map(Result::ok)
-        .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
-        .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
-        .filter(|c| c.contains(&tmp_s))
-        .collect();
+    let running = processes_naming(&tmp.path().to_string_lossy());
     assert!(running.is_empty(), "processes left running: {running:?}");
     let capture = std::fs::read(&out_path)
         .ok()
