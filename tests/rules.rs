@@ -306,7 +306,7 @@ fn text_rules_run_on_decoded_base64_and_hex() {
         let s = text.find(needle).expect("blob in file");
         (s, s + needle.len())
     };
-    let expect = |rule: &str, tool: &str, blob: &str, how: &str| {
+    let expect = |rule: &str, tool: &str, blob: &str, how: &str, min: Severity| {
         let (s, e) = at(blob);
         let f = found
             .iter()
@@ -334,18 +334,45 @@ fn text_rules_run_on_decoded_base64_and_hex() {
             .notes
             .iter()
             .any(|n| n.starts_with(&format!("decoded {how}: "))));
-        assert!(f.severity >= Severity::Medium, "{rule}: {:?}", f.severity);
+        assert!(f.severity >= min, "{rule}: {:?}", f.severity);
     };
-    expect("secret-file-read-request", "sum", &secret, "base64");
-    expect("concealment-instruction", "sum", &secret, "base64");
-    expect("shell-command-injection", "sum", &shell, "hex");
+    expect(
+        "secret-file-read-request",
+        "sum",
+        &secret,
+        "base64",
+        Severity::Medium,
+    );
+    expect(
+        "concealment-instruction",
+        "sum",
+        &secret,
+        "base64",
+        Severity::Medium,
+    );
+    expect(
+        "shell-command-injection",
+        "sum",
+        &shell,
+        "hex",
+        Severity::Medium,
+    );
     expect(
         "ignore-previous-instructions",
         "fmt",
         &twice,
         "base64 inside base64",
+        Severity::Medium,
     );
-    expect("secret-file-reference", "key", &bare, "base64");
+    // A bare mention of a secret file is low wherever it is (key managers
+    // and setup guides name these files too); found in the blob all the same.
+    expect(
+        "secret-file-reference",
+        "key",
+        &bare,
+        "base64",
+        Severity::Low,
+    );
     // Combined signals see the decoded findings too.
     assert!(found
         .iter()
