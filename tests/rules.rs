@@ -82,6 +82,7 @@ const FIXTURE_RULES: &[&str] = &[
     "invisible-unicode",
     "missing-description",
     "required-undefined",
+    "sentence-in-value",
     "tool-name-invalid",
     "undocumented-parameter",
     "whitespace-padding",
