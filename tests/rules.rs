@@ -559,11 +559,13 @@ fn heldout_attacks_get_medium_or_high_and_benign_tools_do_not() {
     // `heldout-2.json` (62 bad, 36 ok) was written after the rules were
     // tuned on the first, with new scenarios and wording, to see how they
     // generalise; the rules were then tuned on it too, and the same again
-    // with `heldout-3.json` (43 bad, 27 ok). All hold tools, prompts and
-    // resources.
+    // with `heldout-3.json` (43 bad, 27 ok) and `heldout-4.json` (29 bad,
+    // 14 ok, in the style of published write-ups). All hold tools, prompts
+    // and resources.
     check_heldout("heldout.json");
     check_heldout("heldout-2.json");
     check_heldout("heldout-3.json");
+    check_heldout("heldout-4.json");
 }
 
 fn config(text: &str) -> Config {
