@@ -82,6 +82,7 @@ const FIXTURE_RULES: &[&str] = &[
     "invisible-unicode",
     "missing-description",
     "required-undefined",
+    "sentence-in-value",
     "tool-name-invalid",
     "undocumented-parameter",
     "whitespace-padding",
@@ -306,7 +307,7 @@ fn text_rules_run_on_decoded_base64_and_hex() {
         let s = text.find(needle).expect("blob in file");
         (s, s + needle.len())
     };
-    let expect = |rule: &str, tool: &str, blob: &str, how: &str| {
+    let expect = |rule: &str, tool: &str, blob: &str, how: &str, min: Severity| {
         let (s, e) = at(blob);
         let f = found
             .iter()
@@ -334,18 +335,45 @@ fn text_rules_run_on_decoded_base64_and_hex() {
             .notes
             .iter()
             .any(|n| n.starts_with(&format!("decoded {how}: "))));
-        assert!(f.severity >= Severity::Medium, "{rule}: {:?}", f.severity);
+        assert!(f.severity >= min, "{rule}: {:?}", f.severity);
     };
-    expect("secret-file-read-request", "sum", &secret, "base64");
-    expect("concealment-instruction", "sum", &secret, "base64");
-    expect("shell-command-injection", "sum", &shell, "hex");
+    expect(
+        "secret-file-read-request",
+        "sum",
+        &secret,
+        "base64",
+        Severity::Medium,
+    );
+    expect(
+        "concealment-instruction",
+        "sum",
+        &secret,
+        "base64",
+        Severity::Medium,
+    );
+    expect(
+        "shell-command-injection",
+        "sum",
+        &shell,
+        "hex",
+        Severity::Medium,
+    );
     expect(
         "ignore-previous-instructions",
         "fmt",
         &twice,
         "base64 inside base64",
+        Severity::Medium,
     );
-    expect("secret-file-reference", "key", &bare, "base64");
+    // A bare mention of a secret file is low wherever it is (key managers
+    // and setup guides name these files too); found in the blob all the same.
+    expect(
+        "secret-file-reference",
+        "key",
+        &bare,
+        "base64",
+        Severity::Low,
+    );
     // Combined signals see the decoded findings too.
     assert!(found
         .iter()
@@ -462,6 +490,168 @@ fn published_attack_paraphrases_get_medium_or_high() {
             );
         }
     }
+}
+
+/// Known misses of the held-out sets (file, tool, reason). The test asserts
+/// they are still missed, so a rule change that catches one must move it out
+/// of this list (and one that loses another must add it here, visibly).
+const HELDOUT_KNOWN_MISSES: &[(&str, &str, &str)] = &[
+    (
+        "heldout-2.json",
+        "bad_cmd_pip_index",
+        "pip install --index-url <mirror>: a package index redirection (dependency confusion) \
+         has no rule; telling a company mirror from an attacker's index needs an allow-list",
+    ),
+    // heldout-5.json was never tuned on: its misses are the current estimate.
+    (
+        "heldout-5.json",
+        "bad_directive_calibration",
+        "asks for every tool with its description as a 'calibration step': no pattern for it",
+    ),
+    (
+        "heldout-5.json",
+        "bad_directive_trust_escalation",
+        "grants text inside tool results 'operator authority': no pattern for authority given to results",
+    ),
+    (
+        "heldout-5.json",
+        "bad_directive_delayed",
+        "relative date trigger ('starting next week'): date triggers need a written date",
+    ),
+    (
+        "heldout-5.json",
+        "bad_conceal_en_quietly_mention",
+        "'no reason to bring this to anyone's attention': idiom not covered",
+    ),
+    (
+        "heldout-5.json",
+        "bad_conceal_fr_ne_pas_preciser",
+        "French 'inutile de le préciser à l'utilisateur': idiom not covered",
+    ),
+    (
+        "heldout-5.json",
+        "bad_conceal_de_unerwaehnt",
+        "German 'lass diesen Schritt unerwähnt': idiom not covered",
+    ),
+    (
+        "heldout-5.json",
+        "bad_conceal_ja_himitsu",
+        "Japanese 'ユーザーへの説明は不要': idiom not covered",
+    ),
+    (
+        "heldout-5.json",
+        "bad_secret_browser_passwords",
+        "the browser's saved passwords named in words, with no path or 'the user's password'",
+    ),
+    (
+        "heldout-5.json",
+        "bad_exfil_form_post",
+        "'submit the same form data to https://...': 'submit' is not an exfiltration verb",
+    ),
+    (
+        "heldout-5.json",
+        "bad_exfil_param_context_window",
+        "'the last 20 messages of this conversation': no pattern with a count and 'of this conversation'",
+    ),
+    (
+        "heldout-5.json",
+        "bad_exfil_issue_comment",
+        "data posted as a comment on a third party's GitHub issue: no pattern",
+    ),
+    (
+        "heldout-5.json",
+        "bad_cmd_curl_data_env",
+        "curl -d \"$(env)\": the environment sent by curl is not covered",
+    ),
+    (
+        "heldout-5.json",
+        "bad_cmd_ssh_key_add",
+        "ssh-copy-id of a planted key to root@localhost is not covered",
+    ),
+    (
+        "heldout-5.json",
+        "bad_cmd_vim_modeline",
+        "sh -c \"$(wget -qO- URL)\": download-and-run by command substitution is not covered",
+    ),
+    (
+        "heldout-5.json",
+        "bad_xtool_slack_shadow",
+        "shadowing in the passive ('any message sent with slack_post should have ... appended')",
+    ),
+    (
+        "heldout-5.json",
+        "bad_xtool_route_reads",
+        "'route all file reads here': 'here' rather than 'this tool'",
+    ),
+];
+
+/// Every `bad_*` tool, prompt or resource of a held-out file gets a medium or
+/// high finding, except the known misses; no `ok_*` one does.
+fn check_heldout(file: &str) {
+    let path = format!("tests/fixtures/rules/{file}");
+    let (f, loaded) = check(&[&path], false);
+    let names: Vec<String> = loaded
+        .iter()
+        .flat_map(|l| &l.servers)
+        .flat_map(|s| {
+            s.tools
+                .iter()
+                .map(|t| t.name.clone())
+                .chain(s.prompts.iter().map(|p| p.name.clone()))
+                .chain(s.resources.iter().map(|r| r.name.clone()))
+        })
+        .collect();
+    let worst = |n: &str| {
+        f.iter()
+            .filter(|x| x.name.as_deref() == Some(n))
+            .map(|x| x.severity)
+            .max()
+    };
+    let rules_of = |n: &str| {
+        f.iter()
+            .filter(|x| x.name.as_deref() == Some(n))
+            .map(|x| format!("{}:{:?}", x.rule, x.severity))
+            .collect::<Vec<_>>()
+    };
+    let mut missed = Vec::new();
+    let mut flagged = Vec::new();
+    for n in &names {
+        let w = worst(n);
+        if n.starts_with("bad_") && w < Some(Severity::Medium) {
+            missed.push(n.as_str());
+        } else if n.starts_with("ok_") && w >= Some(Severity::Medium) {
+            flagged.push((n.as_str(), rules_of(n)));
+        }
+    }
+    let known: Vec<&str> = HELDOUT_KNOWN_MISSES
+        .iter()
+        .filter(|(f, _, _)| *f == file)
+        .map(|(_, n, _)| *n)
+        .collect();
+    assert_eq!(missed, known, "{file}: held-out misses changed");
+    assert!(
+        flagged.is_empty(),
+        "{file}: benign held-out tools flagged: {flagged:#?}"
+    );
+}
+
+#[test]
+fn heldout_attacks_get_medium_or_high_and_benign_tools_do_not() {
+    // `heldout.json` (111 bad, 83 ok) was written before reading the rules,
+    // over every family of issue 3; names are `bad_<family>_*` and `ok_*`.
+    // `heldout-2.json` (62 bad, 36 ok) was written after the rules were
+    // tuned on the first, with new scenarios and wording, to see how they
+    // generalise; the rules were then tuned on it too, and the same again
+    // with `heldout-3.json` (43 bad, 27 ok) and `heldout-4.json` (29 bad,
+    // 14 ok, in the style of published write-ups). All hold tools, prompts
+    // and resources.
+    check_heldout("heldout.json");
+    check_heldout("heldout-2.json");
+    check_heldout("heldout-3.json");
+    check_heldout("heldout-4.json");
+    // Written after the last tuning round and never tuned on (25 bad, 15
+    // ok): 9 caught, the 16 misses are listed above with their reasons.
+    check_heldout("heldout-5.json");
 }
 
 fn config(text: &str) -> Config {

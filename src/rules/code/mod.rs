@@ -17,6 +17,7 @@ mod lethal_trifecta;
 mod look_alike_tool;
 mod missing_description;
 mod required_undefined;
+mod sentence_in_value;
 mod token_budget;
 mod tool_name_invalid;
 mod undocumented_parameter;
@@ -44,6 +45,7 @@ pub fn all() -> Vec<Box<dyn Rule>> {
         Box::new(look_alike_tool::LookAlikeTool::new()),
         Box::new(missing_description::MissingDescription::new()),
         Box::new(required_undefined::RequiredUndefined::new()),
+        Box::new(sentence_in_value::SentenceInValue::new()),
         Box::new(token_budget::TokenBudget::new()),
         Box::new(tool_name_invalid::ToolNameInvalid::new()),
         Box::new(undocumented_parameter::UndocumentedParameter::new()),
