@@ -751,7 +751,7 @@ impl Engine {
         if norm.blob_run < crate::rules::decoded::B64_MIN.min(2 * crate::rules::decoded::HEX_MIN) {
             return;
         }
-        for d in crate::rules::decoded::nested(&field.text) {
+        for d in crate::rules::decoded::nested_with_runs(&field.text, norm.blob_run, norm.hex_run) {
             let inner = Field {
                 node: field.node,
                 path: field.path,

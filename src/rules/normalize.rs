@@ -88,10 +88,13 @@ pub struct Normalized {
     pub blob_run: usize,
     /// The longest run of ASCII whitespace bytes in the input text.
     pub space_run: usize,
+    /// The longest run of ASCII hex digits in the input text (blob checks
+    /// skip hex decoding when it is too short).
+    pub hex_run: usize,
 }
 
 /// Byte classes for [`runs`]: bit 0 base64 alphabet, bit 1 ASCII whitespace,
-/// bit 2 not plain ASCII (see [`plain_ascii`]).
+/// bit 2 not plain ASCII (see [`plain_ascii`]), bit 3 hex digit.
 static CLASS: [u8; 256] = {
     let mut t = [0u8; 256];
     let mut i = 0;
@@ -106,26 +109,50 @@ static CLASS: [u8; 256] = {
         if !((b >= 0x20 && b < 0x7f) || b == b'\n' || b == b'\t' || b == b'\r') {
             t[i] |= 4;
         }
+        if b.is_ascii_hexdigit() {
+            t[i] |= 8;
+        }
         i += 1;
     }
     t
 };
 
-/// The longest base64-alphabet run and the longest ASCII whitespace run of
-/// `s`, in one pass (every code rule that looks for them bails out on these),
+/// What one pass over a text tells (see [`runs`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Runs {
+    /// Longest run of base64-alphabet bytes.
+    blob: usize,
+    /// Longest run of ASCII whitespace.
+    space: usize,
+    /// Longest run of hex digits.
+    hex: usize,
+    /// The text is [`plain_ascii`].
+    plain: bool,
+}
+
+/// The longest base64-alphabet, ASCII whitespace and hex-digit runs of `s`,
+/// in one pass (every code rule that looks for them bails out on these),
 /// and whether `s` is [`plain_ascii`].
-fn runs(s: &str) -> (usize, usize, bool) {
+fn runs(s: &str) -> Runs {
     let (mut b, mut best_b, mut w, mut best_w) = (0usize, 0usize, 0usize, 0usize);
+    let (mut h, mut best_h) = (0usize, 0usize);
     let mut classes = 0u8;
     for &c in s.as_bytes() {
         let class = CLASS[usize::from(c)];
         classes |= class;
         b = if class & 1 != 0 { b + 1 } else { 0 };
         w = if class & 2 != 0 { w + 1 } else { 0 };
+        h = if class & 8 != 0 { h + 1 } else { 0 };
         best_b = best_b.max(b);
         best_w = best_w.max(w);
+        best_h = best_h.max(h);
     }
-    (best_b, best_w, classes & 4 == 0)
+    Runs {
+        blob: best_b,
+        space: best_w,
+        hex: best_h,
+        plain: classes & 4 == 0,
+    }
 }
 
 impl Normalized {
@@ -153,8 +180,8 @@ impl Normalized {
 /// text) costs no allocation once the buffer is big enough.
 pub fn normalize_into(s: &str, n: &mut Normalized) {
     // One pass tells both the runs and whether the text is plain ASCII.
-    let (blob_run, space_run, plain) = runs(s);
-    if plain {
+    let r = runs(s);
+    if r.plain {
         n.text.clear();
         n.text.push_str(s);
         n.text.make_ascii_lowercase();
@@ -162,7 +189,7 @@ pub fn normalize_into(s: &str, n: &mut Normalized) {
         n.hidden.clear();
         n.tag_text.clear();
         n.mixed_script = false;
-        (n.blob_run, n.space_run) = (blob_run, space_run);
+        (n.blob_run, n.space_run, n.hex_run) = (r.blob, r.space, r.hex);
     } else {
         *n = normalize(s);
     }
@@ -195,19 +222,21 @@ pub fn folded_away(c: char) -> bool {
 /// Normalises `s` (already JSON-decoded). See the module docs for the steps.
 pub fn normalize(s: &str) -> Normalized {
     // Fast path: printable ASCII plus tab/CR/LF only needs lower-casing.
-    let (blob_run, space_run, plain) = runs(s);
-    if plain {
+    let r = runs(s);
+    if r.plain {
         return Normalized {
             text: s.to_ascii_lowercase(),
-            blob_run,
-            space_run,
+            blob_run: r.blob,
+            space_run: r.space,
+            hex_run: r.hex,
             ..Normalized::default()
         };
     }
     let mut out: Vec<(char, u32, u32)> = Vec::with_capacity(s.len());
     let mut n = Normalized {
-        blob_run,
-        space_run,
+        blob_run: r.blob,
+        space_run: r.space,
+        hex_run: r.hex,
         ..Normalized::default()
     };
     let mut chars = s.char_indices().peekable();
@@ -424,14 +453,15 @@ mod tests {
             .filter_map(char::from_u32)
         {
             let t = format!("ab{c}d");
-            assert_eq!(runs(&t).2, plain_ascii(&t), "{c:?}");
+            assert_eq!(runs(&t).plain, plain_ascii(&t), "{c:?}");
         }
     }
 
     #[test]
     fn runs_are_measured() {
         let n = normalize("ab  c\t\n d aGVsbG8_d29y-bGQ= x");
-        assert_eq!((n.blob_run, n.space_run), (16, 3));
+        assert_eq!((n.blob_run, n.space_run, n.hex_run), (16, 3, 3));
+        assert_eq!(normalize("x deadBEEF0 é").hex_run, 9);
         let mut m = Normalized::default();
         normalize_into("é  x1+/", &mut m);
         assert_eq!((m.blob_run, m.space_run), (4, 2));
