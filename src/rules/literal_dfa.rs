@@ -153,6 +153,25 @@ impl LiteralDfa {
         }
     }
 
+    /// [`LiteralDfa::scan`], and also the OR of `marks[b]` over the bytes `b`
+    /// of `text`: the caller learns which of some chosen bytes occur without
+    /// a pass of its own (the scan waits on each transition's load, so the
+    /// extra work per byte is nearly free) and without the automaton holding
+    /// them as one-byte literals, which would end a literal at nearly every
+    /// position.
+    pub fn scan_and_mark(&self, text: &[u8], out: &mut Vec<(u32, u32)>, marks: &[u64; 256]) -> u64 {
+        let mut s = 0u32;
+        let mut marked = 0u64;
+        for (i, &b) in text.iter().enumerate() {
+            s = self.next[s as usize + usize::from(self.class[usize::from(b)])];
+            marked |= marks[usize::from(b)];
+            if s >= self.first_match {
+                out.push((i as u32 + 1, self.next[s as usize + self.stride - 1]));
+            }
+        }
+        marked
+    }
+
     /// The literals that end where match state `m` is reached.
     pub fn outputs(&self, m: u32) -> &[u32] {
         let m = m as usize;
@@ -212,6 +231,27 @@ mod tests {
                 oracle(&lits, t.as_bytes()),
                 "{t}"
             );
+        }
+    }
+
+    /// `scan_and_mark` finds what `scan` finds and marks the bytes present.
+    #[test]
+    fn marks_the_bytes_present() {
+        let lits: Vec<Vec<u8>> = ["he", "she", "hers"]
+            .iter()
+            .map(|s| s.as_bytes().to_vec())
+            .collect();
+        let dfa = LiteralDfa::new(&lits);
+        let mut marks = [0u64; 256];
+        marks[usize::from(b'.')] = 1;
+        marks[usize::from(b's')] = 2;
+        marks[usize::from(b'S')] = 2;
+        marks[usize::from(b'@')] = 4;
+        for (t, want) in [("ushers.", 3), ("", 0), ("he", 0), ("a@b", 4), ("S", 2)] {
+            let (mut a, mut b) = (Vec::new(), Vec::new());
+            dfa.scan(t.as_bytes(), &mut a);
+            assert_eq!(dfa.scan_and_mark(t.as_bytes(), &mut b, &marks), want, "{t}");
+            assert_eq!(a, b, "{t}");
         }
     }
 

@@ -283,6 +283,12 @@ pub struct PatternSet {
     prefixed_bits: Vec<u64>,
     /// The rule of each pattern.
     pattern_rule: Vec<u32>,
+    /// One-byte literals are not in the automata (they would end a literal
+    /// at nearly every position): the scan marks them instead. Bit `k` of
+    /// `byte_marks[b]` is set when byte `b` is one-byte literal `k`.
+    byte_marks: Box<[u64; 256]>,
+    /// The gates that one-byte literal `k` opens.
+    byte_gates: Vec<Vec<u32>>,
 }
 
 /// A literal automaton and what each of its match states means.
@@ -952,8 +958,24 @@ impl PatternSet {
                 set_bit(&mut prefixed_bits, i);
             }
         }
-        let full = Prefilter::new(&lits, |_| true);
-        let ascii = Prefilter::new(&lits, |l| l.is_ascii());
+        // One-byte literals (ASCII, never a prefix: those have two bytes or
+        // more) are marked by the scan rather than found by the automata;
+        // beyond 64 of them, the rest stay in the automata.
+        let mut byte_marks = Box::new([0u64; 256]);
+        let mut byte_gates: Vec<Vec<u32>> = Vec::new();
+        let mut marked: std::collections::HashSet<Vec<u8>> = Default::default();
+        for (lit, gates, prefixes) in &lits {
+            if let ([b], true, true) = (lit.as_slice(), prefixes.is_empty(), byte_gates.len() < 64)
+            {
+                if b.is_ascii() {
+                    byte_marks[usize::from(*b)] |= 1 << byte_gates.len();
+                    byte_gates.push(gates.clone());
+                    marked.insert(lit.clone());
+                }
+            }
+        }
+        let full = Prefilter::new(&lits, |l| !marked.contains(l));
+        let ascii = Prefilter::new(&lits, |l| l.is_ascii() && !marked.contains(l));
         Ok(PatternSet {
             rules,
             full,
@@ -965,6 +987,8 @@ impl PatternSet {
             prefixed,
             prefixed_bits,
             pattern_rule,
+            byte_marks,
+            byte_gates,
         })
     }
 
@@ -1004,8 +1028,10 @@ impl PatternSet {
         sc.present.extend_from_slice(&self.always);
         sc.hits.clear();
         let pre = if ascii { &self.ascii } else { &self.full };
-        pre.dfa.scan(text.as_bytes(), &mut sc.hits);
-        if sc.hits.is_empty() {
+        let marked = pre
+            .dfa
+            .scan_and_mark(text.as_bytes(), &mut sc.hits, &self.byte_marks);
+        if sc.hits.is_empty() && marked == 0 {
             return true;
         }
         sc.opened.clear();
@@ -1037,13 +1063,8 @@ impl PatternSet {
             opened,
             count,
         } = sc;
-        for &(_, m) in hits.iter() {
-            let m = m as usize;
-            if stamps[base + m] == *round {
-                continue;
-            }
-            stamps[base + m] = *round;
-            for &g in pre.gates(m) {
+        let mut open = |gates: &[u32]| {
+            for &g in gates {
                 let g = g as usize;
                 if bit(opened, g) {
                     continue;
@@ -1055,6 +1076,19 @@ impl PatternSet {
                     set_bit(present, p);
                 }
             }
+        };
+        for &(_, m) in hits.iter() {
+            let m = m as usize;
+            if stamps[base + m] == *round {
+                continue;
+            }
+            stamps[base + m] = *round;
+            open(pre.gates(m));
+        }
+        let mut marked = marked;
+        while marked != 0 {
+            open(&self.byte_gates[marked.trailing_zeros() as usize]);
+            marked &= marked - 1;
         }
         // Where present patterns with a prefix set may begin (most texts have
         // none of them).
