@@ -91,6 +91,10 @@ pub struct Normalized {
     /// The longest run of ASCII hex digits in the input text (blob checks
     /// skip hex decoding when it is too short).
     pub hex_run: usize,
+    /// True if the input was printable ASCII (plus tab, CR, LF), so `text` is
+    /// that input lower-cased: ASCII, and the same bytes as the input.
+    /// Checks that would otherwise ask `is_ascii` of the text read this.
+    pub plain: bool,
 }
 
 /// Byte classes for [`runs`]: bit 0 base64 alphabet, bit 1 ASCII whitespace,
@@ -189,6 +193,7 @@ pub fn normalize_into(s: &str, n: &mut Normalized) {
         n.hidden.clear();
         n.tag_text.clear();
         n.mixed_script = false;
+        n.plain = true;
         (n.blob_run, n.space_run, n.hex_run) = (r.blob, r.space, r.hex);
     } else {
         *n = normalize(s);
@@ -229,6 +234,7 @@ pub fn normalize(s: &str) -> Normalized {
             blob_run: r.blob,
             space_run: r.space,
             hex_run: r.hex,
+            plain: true,
             ..Normalized::default()
         };
     }

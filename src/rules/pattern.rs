@@ -1006,8 +1006,10 @@ impl PatternSet {
     /// gates have a literal in it. Also fills `sc.starts` with every offset
     /// where a present pattern that has a prefix set may begin. Returns false
     /// when `text` is not normalised (has a [`left_out`] character): then every
-    /// pattern is marked and `sc.starts` is not to be used.
-    fn scan(&self, text: &str, sc: &mut Scratch) -> bool {
+    /// pattern is marked and `sc.starts` is not to be used. `lower_ascii`
+    /// says the caller knows `text` to be ASCII without upper case (see
+    /// [`Normalized::plain`]), which spares two passes over it.
+    fn scan(&self, text: &str, lower_ascii: bool, sc: &mut Scratch) -> bool {
         let (pw, gw) = (
             self.patterns.div_ceil(64),
             self.gate_pattern.len().div_ceil(64),
@@ -1017,8 +1019,8 @@ impl PatternSet {
         // Upper-case and other variants that normalising folds away were
         // dropped from the literals; text that has one (not normalised) runs
         // every pattern instead.
-        let ascii = text.is_ascii();
-        if has_left_out(text, ascii) {
+        let ascii = lower_ascii || text.is_ascii();
+        if !lower_ascii && has_left_out(text, ascii) {
             sc.present.resize(pw, 0);
             for i in 0..self.patterns {
                 set_bit(&mut sc.present, i);
@@ -1112,18 +1114,20 @@ impl PatternSet {
     }
 
     /// Calls `hit` with each rule (in rule order) that passes `applies` and
-    /// matches normalised `text`, and its match.
+    /// matches normalised `text`, and its match (`lower_ascii`: see
+    /// [`PatternSet::scan`]).
     fn matches(
         &self,
         text: &str,
+        lower_ascii: bool,
         applies: &dyn Fn(&PatternRule) -> bool,
         hit: &mut dyn FnMut(&PatternRule, (usize, usize)),
     ) {
         // Borrowed in place (moving it in and out cost a copy per field); a
         // nested call from `hit` would get scratch space of its own.
         SCRATCH.with(|c| match c.try_borrow_mut() {
-            Ok(mut sc) => self.matches_in(text, applies, hit, &mut sc),
-            Err(_) => self.matches_in(text, applies, hit, &mut Scratch::default()),
+            Ok(mut sc) => self.matches_in(text, lower_ascii, applies, hit, &mut sc),
+            Err(_) => self.matches_in(text, lower_ascii, applies, hit, &mut Scratch::default()),
         })
     }
 
@@ -1131,11 +1135,12 @@ impl PatternSet {
     fn matches_in(
         &self,
         text: &str,
+        lower_ascii: bool,
         applies: &dyn Fn(&PatternRule) -> bool,
         hit: &mut dyn FnMut(&PatternRule, (usize, usize)),
         sc: &mut Scratch,
     ) {
-        let exact = self.scan(text, sc);
+        let exact = self.scan(text, lower_ascii, sc);
         // Present patterns in order: a rule's patterns are consecutive and
         // rules are in order, so each rule is met once, in rule order.
         let mut last = u32::MAX;
@@ -1182,7 +1187,7 @@ impl PatternSet {
                     .as_ref()
                     .is_none_or(|g| tool.is_some_and(|t| g.is_match(t)))
         };
-        self.matches(&norm.text, &applies, &mut |r, (s, e)| {
+        self.matches(&norm.text, norm.plain, &applies, &mut |r, (s, e)| {
             let (ds, de) = norm.to_decoded(s, e);
             out.emit(
                 scope,
@@ -1205,7 +1210,7 @@ impl PatternSet {
             let (Some(first), Some(last)) = (tags.first(), tags.last()) else {
                 return;
             };
-            self.matches(&hidden.text, &applies, &mut |r, _| {
+            self.matches(&hidden.text, false, &applies, &mut |r, _| {
                 let f = out.emit(
                     scope,
                     &r.meta,
@@ -1267,7 +1272,13 @@ mod tests {
 
     fn scan(set: &PatternSet, text: &str) -> Scratch {
         let mut sc = Scratch::default();
-        assert!(set.scan(text, &mut sc), "normalised text: {text}");
+        assert!(set.scan(text, false, &mut sc), "normalised text: {text}");
+        // What the engine passes for plain ASCII text gives the same scan.
+        if text.is_ascii() && !text.bytes().any(|b| b.is_ascii_uppercase()) {
+            let mut plain = Scratch::default();
+            assert!(set.scan(text, true, &mut plain));
+            assert_eq!((&plain.present, &plain.starts), (&sc.present, &sc.starts));
+        }
         sc
     }
 
