@@ -14,7 +14,7 @@ use std::path::PathBuf;
 
 use crate::finding::{ByteSpan, Confidence, Finding, LineIndex, Related, Severity, Subject};
 use crate::manifest::{Document, Kind, Loaded, NodeId, Server, Tool};
-use crate::rules::normalize::{normalize_into, Normalized};
+use crate::rules::normalize::{normalize_text_into, Normalized, RunCounter};
 use crate::rules::pattern::PatternSet;
 
 /// A rule's documentation, in ruff's template.
@@ -775,10 +775,22 @@ impl Engine {
         norm: &mut Normalized,
         sink: &mut Sink,
     ) {
-        normalize_into(&field.text, norm);
+        // Plain ASCII text's runs are counted in the pattern prefilter's loop
+        // over it (a separate pass cost more than the loop itself).
+        let mut runs = normalize_text_into(&field.text, norm).then(RunCounter::default);
+        self.patterns.check(
+            scope,
+            field,
+            norm,
+            runs.as_mut(),
+            tool,
+            &|id| self.enabled(id),
+            sink,
+        );
+        if let Some(r) = runs {
+            norm.set_runs(r.finish());
+        }
         let norm = &*norm;
-        self.patterns
-            .check(scope, field, norm, tool, &|id| self.enabled(id), sink);
         for &i in &self.text_rules {
             self.rules[i].check_text(scope, field, norm, sink);
         }

@@ -123,7 +123,7 @@ static CLASS: [u8; 256] = {
 
 /// What one pass over a text tells (see [`runs`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Runs {
+pub struct Runs {
     /// Longest run of base64-alphabet bytes.
     blob: usize,
     /// Longest run of ASCII whitespace.
@@ -138,28 +138,58 @@ struct Runs {
 /// in one pass (every code rule that looks for them bails out on these),
 /// and whether `s` is [`plain_ascii`].
 fn runs(s: &str) -> Runs {
-    let (mut b, mut best_b, mut w, mut best_w) = (0usize, 0usize, 0usize, 0usize);
-    let (mut h, mut best_h) = (0usize, 0usize);
-    let mut classes = 0u8;
-    for &c in s.as_bytes() {
-        let class = CLASS[usize::from(c)];
-        classes |= class;
-        b = if class & 1 != 0 { b + 1 } else { 0 };
-        w = if class & 2 != 0 { w + 1 } else { 0 };
-        h = if class & 8 != 0 { h + 1 } else { 0 };
-        best_b = best_b.max(b);
-        best_w = best_w.max(w);
-        best_h = best_h.max(h);
+    let mut c = RunCounter::default();
+    for &b in s.as_bytes() {
+        c.push(b);
     }
-    Runs {
-        blob: best_b,
-        space: best_w,
-        hex: best_h,
-        plain: classes & 4 == 0,
+    c.finish()
+}
+
+/// [`runs`] a byte at a time, so that another loop over the same bytes (the
+/// pattern prefilter's automaton, which waits on a load per byte) can count
+/// them for free: see [`normalize_text_into`].
+#[derive(Clone, Copy, Debug, Default)]
+pub struct RunCounter {
+    b: usize,
+    best_b: usize,
+    w: usize,
+    best_w: usize,
+    h: usize,
+    best_h: usize,
+    classes: u8,
+}
+
+impl RunCounter {
+    /// Counts the next byte.
+    #[inline(always)]
+    pub fn push(&mut self, c: u8) {
+        let class = CLASS[usize::from(c)];
+        self.classes |= class;
+        self.b = if class & 1 != 0 { self.b + 1 } else { 0 };
+        self.w = if class & 2 != 0 { self.w + 1 } else { 0 };
+        self.h = if class & 8 != 0 { self.h + 1 } else { 0 };
+        self.best_b = self.best_b.max(self.b);
+        self.best_w = self.best_w.max(self.w);
+        self.best_h = self.best_h.max(self.h);
+    }
+
+    /// The runs of the bytes pushed so far.
+    pub fn finish(&self) -> Runs {
+        Runs {
+            blob: self.best_b,
+            space: self.best_w,
+            hex: self.best_h,
+            plain: self.classes & 4 == 0,
+        }
     }
 }
 
 impl Normalized {
+    /// Sets the runs counted after [`normalize_text_into`].
+    pub fn set_runs(&mut self, r: Runs) {
+        (self.blob_run, self.space_run, self.hex_run) = (r.blob, r.space, r.hex);
+    }
+
     /// Maps a byte range of `text` to a byte range of the decoded input.
     pub fn to_decoded(&self, start: usize, end: usize) -> (usize, usize) {
         match &self.map {
@@ -201,11 +231,38 @@ pub fn normalize_into(s: &str, n: &mut Normalized) {
 }
 
 /// True if `s` is printable ASCII plus tab, CR and LF only ([`runs`] tells
-/// the same in its pass; this is its test oracle).
-#[cfg(test)]
+/// the same in its pass). Written without an early exit or a table so that
+/// the compiler vectorises it: a few bytes per cycle.
 fn plain_ascii(s: &str) -> bool {
-    s.bytes()
-        .all(|b| (0x20..0x7f).contains(&b) || b == b'\n' || b == b'\t' || b == b'\r')
+    s.as_bytes().iter().fold(0u8, |bad, &b| {
+        bad | (u8::from(b.wrapping_sub(0x20) >= 0x5f)
+            & u8::from(b != b'\n')
+            & u8::from(b != b'\t')
+            & u8::from(b != b'\r'))
+    }) == 0
+}
+
+/// [`normalize_into`], except that for plain ASCII input (see
+/// [`Normalized::plain`]) the runs (`blob_run`, `space_run`, `hex_run`) are
+/// left for the caller to count over `n.text` with a [`RunCounter`] and set
+/// with [`Normalized::set_runs`]; returns true when it did so. Lower-casing
+/// changes none of the bytes' classes, so the runs of `n.text` are those of
+/// `s`. The engine counts them in the pattern prefilter's loop.
+pub fn normalize_text_into(s: &str, n: &mut Normalized) -> bool {
+    if !plain_ascii(s) {
+        *n = normalize(s);
+        return false;
+    }
+    n.text.clear();
+    n.text.push_str(s);
+    n.text.make_ascii_lowercase();
+    n.map = None;
+    n.hidden.clear();
+    n.tag_text.clear();
+    n.mixed_script = false;
+    n.plain = true;
+    (n.blob_run, n.space_run, n.hex_run) = (0, 0, 0);
+    true
 }
 
 /// True if lower-casing or NFKC changes `c` (ASCII upper case, Cyrillic
@@ -461,6 +518,28 @@ mod tests {
             let t = format!("ab{c}d");
             assert_eq!(runs(&t).plain, plain_ascii(&t), "{c:?}");
         }
+    }
+
+    /// Counting the runs of the lower-cased text, as the engine does after
+    /// [`normalize_text_into`], gives what [`normalize_into`] measures.
+    #[test]
+    fn deferred_runs_equal_measured_runs() {
+        use proptest::prelude::*;
+        proptest!(ProptestConfig::with_cases(2000), |(t in "[a-hA-H0-9+/_=\\- .\t\n\u{1b}é]{0,60}")| {
+            let mut m = Normalized::default();
+            normalize_into(&t, &mut m);
+            let mut n = Normalized::default();
+            if normalize_text_into(&t, &mut n) {
+                let mut c = RunCounter::default();
+                for &b in n.text.as_bytes() {
+                    c.push(b);
+                }
+                n.set_runs(c.finish());
+            }
+            prop_assert_eq!(&n.text, &m.text);
+            prop_assert_eq!((n.blob_run, n.space_run, n.hex_run, n.plain), (m.blob_run, m.space_run, m.hex_run, m.plain));
+            prop_assert_eq!(n.plain, plain_ascii(&t));
+        });
     }
 
     #[test]

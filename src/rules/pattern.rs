@@ -56,7 +56,7 @@ use serde::Deserialize;
 use crate::finding::{Confidence, Severity};
 use crate::rules::engine::{Docs, Field, Origin, RuleMeta, Scope, Sink};
 use crate::rules::literal_dfa::LiteralDfa;
-use crate::rules::normalize::{folded_away, normalize, HiddenKind, Normalized};
+use crate::rules::normalize::{folded_away, normalize, HiddenKind, Normalized, RunCounter};
 
 include!(concat!(env!("OUT_DIR"), "/builtin_rules.rs"));
 
@@ -1008,8 +1008,15 @@ impl PatternSet {
     /// when `text` is not normalised (has a [`left_out`] character): then every
     /// pattern is marked and `sc.starts` is not to be used. `lower_ascii`
     /// says the caller knows `text` to be ASCII without upper case (see
-    /// [`Normalized::plain`]), which spares two passes over it.
-    fn scan(&self, text: &str, lower_ascii: bool, sc: &mut Scratch) -> bool {
+    /// [`Normalized::plain`]), which spares two passes over it. `runs`, if
+    /// given, is pushed every byte of `text` (in the automaton's loop).
+    fn scan(
+        &self,
+        text: &str,
+        lower_ascii: bool,
+        sc: &mut Scratch,
+        runs: Option<&mut RunCounter>,
+    ) -> bool {
         let (pw, gw) = (
             self.patterns.div_ceil(64),
             self.gate_pattern.len().div_ceil(64),
@@ -1020,6 +1027,17 @@ impl PatternSet {
         // dropped from the literals; text that has one (not normalised) runs
         // every pattern instead.
         let ascii = lower_ascii || text.is_ascii();
+        // Counting runs in the automaton's loop is for plain text; any other
+        // text gets a loop of its own.
+        let runs = match runs {
+            Some(r) if !lower_ascii => {
+                for &b in text.as_bytes() {
+                    r.push(b);
+                }
+                None
+            }
+            r => r,
+        };
         if !lower_ascii && has_left_out(text, ascii) {
             sc.present.resize(pw, 0);
             for i in 0..self.patterns {
@@ -1030,9 +1048,22 @@ impl PatternSet {
         sc.present.extend_from_slice(&self.always);
         sc.hits.clear();
         let pre = if ascii { &self.ascii } else { &self.full };
-        let marked = pre
-            .dfa
-            .scan_and_mark(text.as_bytes(), &mut sc.hits, &self.byte_marks);
+        let marks = &self.byte_marks;
+        let mut marked = 0u64;
+        match runs {
+            Some(r) => {
+                // A local copy stays in registers through the loop.
+                let mut local = *r;
+                pre.dfa.scan_each(text.as_bytes(), &mut sc.hits, |b| {
+                    marked |= marks[usize::from(b)];
+                    local.push(b);
+                });
+                *r = local;
+            }
+            None => pre.dfa.scan_each(text.as_bytes(), &mut sc.hits, |b| {
+                marked |= marks[usize::from(b)];
+            }),
+        }
         if sc.hits.is_empty() && marked == 0 {
             return true;
         }
@@ -1115,19 +1146,27 @@ impl PatternSet {
 
     /// Calls `hit` with each rule (in rule order) that passes `applies` and
     /// matches normalised `text`, and its match (`lower_ascii`: see
-    /// [`PatternSet::scan`]).
+    /// [`PatternSet::scan`]; `runs` too).
     fn matches(
         &self,
         text: &str,
         lower_ascii: bool,
+        runs: Option<&mut RunCounter>,
         applies: &dyn Fn(&PatternRule) -> bool,
         hit: &mut dyn FnMut(&PatternRule, (usize, usize)),
     ) {
         // Borrowed in place (moving it in and out cost a copy per field); a
         // nested call from `hit` would get scratch space of its own.
         SCRATCH.with(|c| match c.try_borrow_mut() {
-            Ok(mut sc) => self.matches_in(text, lower_ascii, applies, hit, &mut sc),
-            Err(_) => self.matches_in(text, lower_ascii, applies, hit, &mut Scratch::default()),
+            Ok(mut sc) => self.matches_in(text, lower_ascii, runs, applies, hit, &mut sc),
+            Err(_) => self.matches_in(
+                text,
+                lower_ascii,
+                runs,
+                applies,
+                hit,
+                &mut Scratch::default(),
+            ),
         })
     }
 
@@ -1136,11 +1175,12 @@ impl PatternSet {
         &self,
         text: &str,
         lower_ascii: bool,
+        runs: Option<&mut RunCounter>,
         applies: &dyn Fn(&PatternRule) -> bool,
         hit: &mut dyn FnMut(&PatternRule, (usize, usize)),
         sc: &mut Scratch,
     ) {
-        let exact = self.scan(text, lower_ascii, sc);
+        let exact = self.scan(text, lower_ascii, sc, runs);
         // Present patterns in order: a rule's patterns are consecutive and
         // rules are in order, so each rule is met once, in rule order.
         let mut last = u32::MAX;
@@ -1171,11 +1211,15 @@ impl PatternSet {
     }
 
     /// Matches one field and reports into `out`. One finding per rule per field.
+    /// `runs`, if given, is pushed every byte of `norm.text` (see
+    /// [`crate::rules::normalize::normalize_text_into`]).
+    #[allow(clippy::too_many_arguments)]
     pub fn check(
         &self,
         scope: &Scope<'_>,
         field: &Field<'_>,
         norm: &Normalized,
+        runs: Option<&mut RunCounter>,
         tool: Option<&str>,
         enabled: &dyn Fn(&str) -> bool,
         out: &mut Sink,
@@ -1187,7 +1231,7 @@ impl PatternSet {
                     .as_ref()
                     .is_none_or(|g| tool.is_some_and(|t| g.is_match(t)))
         };
-        self.matches(&norm.text, norm.plain, &applies, &mut |r, (s, e)| {
+        self.matches(&norm.text, norm.plain, runs, &applies, &mut |r, (s, e)| {
             let (ds, de) = norm.to_decoded(s, e);
             out.emit(
                 scope,
@@ -1210,7 +1254,7 @@ impl PatternSet {
             let (Some(first), Some(last)) = (tags.first(), tags.last()) else {
                 return;
             };
-            self.matches(&hidden.text, false, &applies, &mut |r, _| {
+            self.matches(&hidden.text, false, None, &applies, &mut |r, _| {
                 let f = out.emit(
                     scope,
                     &r.meta,
@@ -1272,11 +1316,14 @@ mod tests {
 
     fn scan(set: &PatternSet, text: &str) -> Scratch {
         let mut sc = Scratch::default();
-        assert!(set.scan(text, false, &mut sc), "normalised text: {text}");
+        assert!(
+            set.scan(text, false, &mut sc, None),
+            "normalised text: {text}"
+        );
         // What the engine passes for plain ASCII text gives the same scan.
         if text.is_ascii() && !text.bytes().any(|b| b.is_ascii_uppercase()) {
             let mut plain = Scratch::default();
-            assert!(set.scan(text, true, &mut plain));
+            assert!(set.scan(text, true, &mut plain, None));
             assert_eq!((&plain.present, &plain.starts), (&sc.present, &sc.starts));
         }
         sc
