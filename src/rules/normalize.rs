@@ -305,6 +305,13 @@ pub fn normalize(s: &str) -> Normalized {
     let mut chars = s.char_indices().peekable();
     while let Some((i, c)) = chars.next() {
         let end = i + c.len_utf8();
+        // Printable ASCII, tab, CR and LF (most characters even of text that
+        // is not plain ASCII) are none of the cases below but the last:
+        // lower-cased, one byte for one byte.
+        if matches!(c, ' '..='~' | '\n' | '\t' | '\r') {
+            out.push((c.to_ascii_lowercase(), i as u32, end as u32));
+            continue;
+        }
         if c == '\u{1b}' {
             // A whole escape sequence: CSI (ESC [ params final), OSC (ESC ] ... BEL/ST),
             // or ESC plus one character.
