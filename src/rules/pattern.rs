@@ -1118,7 +1118,6 @@ impl PatternSet {
             stamps[base + m] = *round;
             open(pre.gates(m));
         }
-        let mut marked = marked;
         while marked != 0 {
             open(&self.byte_gates[marked.trailing_zeros() as usize]);
             marked &= marked - 1;
