@@ -292,6 +292,33 @@ mod tests {
         }
     }
 
+    /// More states than two-byte entries can number: the four-byte table
+    /// finds the same occurrences.
+    #[test]
+    fn large_automaton_uses_four_byte_entries() {
+        // 41 bytes: 41^3 three-byte literals, about 70,600 states.
+        let alphabet: Vec<u8> = (b'0'..=b'X').collect();
+        let mut lits = Vec::new();
+        for &a in &alphabet {
+            for &b in &alphabet {
+                for &c in &alphabet {
+                    lits.push(vec![a, b, c]);
+                }
+            }
+        }
+        let dfa = LiteralDfa::new(&lits);
+        assert!(
+            matches!(dfa.next, Table::Large(_)),
+            "{} literals",
+            lits.len()
+        );
+        let text: Vec<u8> = (0..600u32)
+            .map(|i| alphabet[(i * 7919 % alphabet.len() as u32) as usize])
+            .collect();
+        assert_eq!(ours(&lits, &text), oracle(&lits, &text));
+        assert!(!ours(&lits, &text).is_empty());
+    }
+
     #[test]
     fn agrees_with_aho_corasick() {
         proptest!(ProptestConfig::with_cases(500), |(
