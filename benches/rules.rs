@@ -5,7 +5,8 @@
 //!    recombined, with one tool in fifty carrying a poisoning payload so the
 //!    slow paths (matches, span mapping, combined findings) run too.
 //!
-//! Run: `cargo bench --bench rules`. Prints tools per second by wall clock and,
+//! Run: `cargo bench --bench rules`. `MCPLINT_BENCH_ONLY=real` or
+//! `MCPLINT_BENCH_ONLY=generated` runs one of the two (for profiling). Prints tools per second by wall clock and,
 //! on Linux, by the thread's own CPU time (steadier on a busy machine, where
 //! the wall clock also counts time spent waiting for a core).
 
@@ -80,6 +81,7 @@ const PAYLOADS: &[&str] = &[
 fn main() {
     // MCPLINT_BENCH_CODE_ONLY=1 measures the code rules alone (no declarative rules).
     let patterns = std::env::var_os("MCPLINT_BENCH_CODE_ONLY").is_none();
+    let only = std::env::var("MCPLINT_BENCH_ONLY").unwrap_or_default();
     let engine = build_engine(&[], patterns).expect("rules compile");
     let opts = LoadOptions::default();
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/datasets/benign");
@@ -93,7 +95,12 @@ fn main() {
             .collect();
         files.sort();
         let loaded = load_all(&files, &opts).expect("benign datasets load");
-        bench("56 real servers", &engine, &loaded, Duration::from_secs(3));
+        if only != "generated" {
+            bench("56 real servers", &engine, &loaded, Duration::from_secs(3));
+        }
+        if only == "real" {
+            return;
+        }
         for f in &files {
             let v: serde_json::Value =
                 serde_json::from_str(&std::fs::read_to_string(f).expect("read")).expect("json");

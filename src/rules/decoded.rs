@@ -48,27 +48,39 @@ fn run(bytes: &[u8], class: fn(u8) -> bool) -> usize {
 /// the leftmost start where either run is long enough, the standard alphabet
 /// first, each run taken whole plus up to two `=`. (A regex over every text
 /// cost more than all the declarative rules together.)
+///
+/// One pass: the current run of each alphabet is tracked, and the first run
+/// to reach `min` bytes is the one with the leftmost start (a run that begins
+/// at `p` reaches `min` at `p + min`); when both reach it at once they begin
+/// together and the standard alphabet wins, as in the regex. (Measuring both
+/// runs from every candidate position, as before, was quadratic in a long
+/// identifier such as `a_b_c_d...`.)
 pub fn base64_runs(text: &str, min: usize) -> impl Iterator<Item = (usize, usize)> + '_ {
     let bytes = text.as_bytes();
+    let min = min.max(1);
     let mut at = 0;
     std::iter::from_fn(move || {
-        while at < bytes.len() {
-            if !b64_std(bytes[at]) && !b64_url(bytes[at]) {
-                at += 1;
-                continue;
+        // Where the current run of each alphabet began (runs are cut at `at`).
+        let (mut std_start, mut url_start) = (at, at);
+        let mut i = at;
+        while i < bytes.len() {
+            let b = bytes[i];
+            i += 1;
+            if !b64_std(b) {
+                std_start = i;
             }
-            let (std_run, url_run) = (run(&bytes[at..], b64_std), run(&bytes[at..], b64_url));
-            let len = if std_run >= min {
-                std_run
-            } else if url_run >= min {
-                url_run
+            if !b64_url(b) {
+                url_start = i;
+            }
+            let start = if i - std_start >= min {
+                std_start
+            } else if i - url_start >= min {
+                url_start
             } else {
-                // Positions inside both runs start shorter runs of both.
-                at += std_run.min(url_run).max(1);
                 continue;
             };
-            let start = at;
-            let mut end = start + len;
+            let class = if start == std_start { b64_std } else { b64_url };
+            let mut end = start + run(&bytes[start..], class);
             for _ in 0..2 {
                 if bytes.get(end) == Some(&b'=') {
                     end += 1;
@@ -77,6 +89,7 @@ pub fn base64_runs(text: &str, min: usize) -> impl Iterator<Item = (usize, usize
             at = end;
             return Some((start, end));
         }
+        at = bytes.len();
         None
     })
 }
@@ -153,7 +166,16 @@ pub struct Blob {
 /// the same either way when the padded variant accepts it. So one decoder,
 /// picked by a look at `s`, answers (tested against trying all four).
 pub fn decode_base64(s: &str) -> Option<Vec<u8>> {
+    let mut out = Vec::new();
+    decode_base64_into(s, &mut out).then_some(out)
+}
+
+/// [`decode_base64`] into `out` (cleared first), so that trying the many
+/// runs that are not base64 at all (identifiers, paths) allocates nothing.
+/// False if `s` does not decode (`out` is then meaningless).
+pub fn decode_base64_into(s: &str, out: &mut Vec<u8>) -> bool {
     use base64::engine::general_purpose::{STANDARD, STANDARD_NO_PAD, URL_SAFE, URL_SAFE_NO_PAD};
+    out.clear();
     let b = s.as_bytes();
     let url = b.iter().any(|&c| c == b'-' || c == b'_');
     let padded = b.contains(&b'=');
@@ -163,7 +185,7 @@ pub fn decode_base64(s: &str) -> Option<Vec<u8>> {
         (true, true) => &URL_SAFE,
         (true, false) => &URL_SAFE_NO_PAD,
     };
-    engine.decode(s).ok()
+    engine.decode_vec(s, out).is_ok()
 }
 
 /// Decodes an even number of hex digits.
@@ -208,16 +230,24 @@ fn longest_runs(text: &str) -> (usize, usize) {
 /// Every blob of `text` that decodes to text, in order, at most [`MAX_BLOBS`].
 /// Base64 is tried first; a hex run is skipped if it overlaps a base64 blob.
 pub fn blobs(text: &str) -> Vec<Blob> {
-    let mut out: Vec<Blob> = Vec::new();
     // Each kind needs 16 bytes of its alphabet in a row.
     let (b64_run, hex_run) = if text.len() < 16 {
         (0, 0)
     } else {
         longest_runs(text)
     };
+    blobs_with_runs(text, b64_run, hex_run)
+}
+
+/// [`blobs`] of a text whose longest run of base64-alphabet bytes (either
+/// alphabet) and longest run of hex digits are known (normalising measured
+/// them: [`crate::rules::normalize::Normalized::blob_run`]).
+pub fn blobs_with_runs(text: &str, b64_run: usize, hex_run: usize) -> Vec<Blob> {
+    let mut out: Vec<Blob> = Vec::new();
     if b64_run < B64_MIN && hex_run < 2 * HEX_MIN {
         return out;
     }
+    let mut buf = Vec::new();
     // (Checked before the loop: `take_while` would scan the text for a first
     // run before looking at the condition.)
     let b64_runs = base64_runs(text, B64_MIN).take(if b64_run >= B64_MIN { usize::MAX } else { 0 });
@@ -228,9 +258,9 @@ pub fn blobs(text: &str) -> Vec<Blob> {
         if end - start > MAX_BLOB {
             continue;
         }
-        if let Some(t) = decode_base64(&text[start..end])
-            .as_deref()
-            .and_then(as_text)
+        if let Some(t) = decode_base64_into(&text[start..end], &mut buf)
+            .then(|| as_text(&buf))
+            .flatten()
         {
             out.push(Blob {
                 start,
@@ -281,8 +311,14 @@ pub struct Decoded {
 /// The decoded texts of `text`'s blobs and of the blobs inside them: two
 /// levels ([`MAX_DEPTH`]), each with the outermost blob's span in `text`.
 pub fn nested(text: &str) -> Vec<Decoded> {
+    let (b64_run, hex_run) = longest_runs(text);
+    nested_with_runs(text, b64_run, hex_run)
+}
+
+/// [`nested`] of a text whose longest runs are known (see [`blobs_with_runs`]).
+pub fn nested_with_runs(text: &str, b64_run: usize, hex_run: usize) -> Vec<Decoded> {
     let mut out = Vec::new();
-    for b in blobs(text) {
+    for b in blobs_with_runs(text, b64_run, hex_run) {
         let how = b.encoding.name();
         for inner in blobs(&b.text) {
             out.push(Decoded {
@@ -461,6 +497,20 @@ mod tests {
         }
         proptest!(ProptestConfig::with_cases(5000), |(s in "[a-dA-D0-3+/_=-]{0,14}")| {
             prop_assert_eq!(decode_base64(&s), all_four(&s));
+        });
+    }
+
+    /// The runs normalising measures (which the engine passes to
+    /// [`nested_with_runs`]) are the ones [`blobs`] would measure itself.
+    #[test]
+    fn normalised_runs_equal_longest_runs() {
+        use proptest::prelude::*;
+        proptest!(ProptestConfig::with_cases(2000), |(t in "[a-hA-F0-9+/_=\\- .é²\u{200b}]{0,60}")| {
+            let n = crate::rules::normalize::normalize(&t);
+            prop_assert_eq!((n.blob_run, n.hex_run), longest_runs(&t));
+            let mut m = crate::rules::normalize::Normalized::default();
+            crate::rules::normalize::normalize_into(&t, &mut m);
+            prop_assert_eq!((m.blob_run, m.hex_run), longest_runs(&t));
         });
     }
 

@@ -14,7 +14,7 @@ use std::path::PathBuf;
 
 use crate::finding::{ByteSpan, Confidence, Finding, LineIndex, Related, Severity, Subject};
 use crate::manifest::{Document, Kind, Loaded, NodeId, Server, Tool};
-use crate::rules::normalize::{normalize_into, Normalized};
+use crate::rules::normalize::{normalize_text_into, Normalized, RunCounter};
 use crate::rules::pattern::PatternSet;
 
 /// A rule's documentation, in ruff's template.
@@ -389,16 +389,8 @@ pub trait Rule: Send + Sync {
     /// Once per tool.
     fn check_tool(&self, _scope: &Scope<'_>, _tool: &Tool, _out: &mut Sink) {}
     /// Once per object schema inside a tool's input or output schema (the root
-    /// included), with its field path.
-    fn check_schema(
-        &self,
-        _scope: &Scope<'_>,
-        _tool: &Tool,
-        _schema: NodeId,
-        _path: &str,
-        _out: &mut Sink,
-    ) {
-    }
+    /// included). A finding points at a node, whose pointer says where it is.
+    fn check_schema(&self, _scope: &Scope<'_>, _tool: &Tool, _schema: NodeId, _out: &mut Sink) {}
     /// Once per model-visible text field, with its normalised text.
     fn check_text(
         &self,
@@ -544,36 +536,24 @@ pub fn walk_fields<'d>(
     }
 }
 
-/// Calls `visit` with every object schema in a tool's schemas and its field
-/// path, in document order.
-fn walk_schemas(
-    doc: &Document,
-    node: NodeId,
-    path: &mut String,
-    visit: &mut dyn FnMut(NodeId, &str),
-    depth: usize,
-) {
+/// Calls `visit` with every object schema in a tool's schemas, in document
+/// order. (No field path is built: no schema rule needs one, and building it
+/// cost a third of the walk.)
+fn walk_schemas(doc: &Document, node: NodeId, visit: &mut dyn FnMut(NodeId), depth: usize) {
     if doc.kind(node) != Kind::Object || depth > 64 {
         return;
     }
-    visit(node, path);
+    visit(node);
     let Some(members) = doc.members(node) else {
         return;
     };
     for (k, v) in members {
         let key = doc.str(k).unwrap_or_default();
-        let len = path.len();
-        path.push('/');
-        path.push_str(&seg(&key));
         match key.as_ref() {
             "properties" | "patternProperties" | "$defs" | "definitions" | "dependentSchemas" => {
                 if let Some(ms) = doc.members(v) {
-                    for (pk, pv) in ms {
-                        let l2 = path.len();
-                        path.push('/');
-                        path.push_str(&seg(&doc.str(pk).unwrap_or_default()));
-                        walk_schemas(doc, pv, path, visit, depth + 1);
-                        path.truncate(l2);
+                    for (_, pv) in ms {
+                        walk_schemas(doc, pv, visit, depth + 1);
                     }
                 }
             }
@@ -587,28 +567,21 @@ fn walk_schemas(
             | "propertyNames"
             | "unevaluatedProperties"
             | "additionalItems" => match doc.kind(v) {
-                Kind::Object => walk_schemas(doc, v, path, visit, depth + 1),
+                Kind::Object => walk_schemas(doc, v, visit, depth + 1),
                 Kind::Array => {
-                    for (i, &x) in doc.array(v).unwrap_or_default().iter().enumerate() {
-                        let l2 = path.len();
-                        push_index(path, i);
-                        walk_schemas(doc, x, path, visit, depth + 1);
-                        path.truncate(l2);
+                    for &x in doc.array(v).unwrap_or_default() {
+                        walk_schemas(doc, x, visit, depth + 1);
                     }
                 }
                 _ => {}
             },
             "anyOf" | "oneOf" | "allOf" | "prefixItems" => {
-                for (i, &x) in doc.array(v).unwrap_or_default().iter().enumerate() {
-                    let l2 = path.len();
-                    push_index(path, i);
-                    walk_schemas(doc, x, path, visit, depth + 1);
-                    path.truncate(l2);
+                for &x in doc.array(v).unwrap_or_default() {
+                    walk_schemas(doc, x, visit, depth + 1);
                 }
             }
             _ => {}
         }
-        path.truncate(len);
     }
 }
 
@@ -751,7 +724,7 @@ impl Engine {
         if norm.blob_run < crate::rules::decoded::B64_MIN.min(2 * crate::rules::decoded::HEX_MIN) {
             return;
         }
-        for d in crate::rules::decoded::nested(&field.text) {
+        for d in crate::rules::decoded::nested_with_runs(&field.text, norm.blob_run, norm.hex_run) {
             let inner = Field {
                 node: field.node,
                 path: field.path,
@@ -775,10 +748,22 @@ impl Engine {
         norm: &mut Normalized,
         sink: &mut Sink,
     ) {
-        normalize_into(&field.text, norm);
+        // Plain ASCII text's runs are counted in the pattern prefilter's loop
+        // over it (a separate pass cost more than the loop itself).
+        let mut runs = normalize_text_into(&field.text, norm).then(RunCounter::default);
+        self.patterns.check(
+            scope,
+            field,
+            norm,
+            runs.as_mut(),
+            tool,
+            &|id| self.enabled(id),
+            sink,
+        );
+        if let Some(r) = runs {
+            norm.set_runs(r.finish());
+        }
         let norm = &*norm;
-        self.patterns
-            .check(scope, field, norm, tool, &|id| self.enabled(id), sink);
         for &i in &self.text_rules {
             self.rules[i].check_text(scope, field, norm, sink);
         }
@@ -854,21 +839,14 @@ impl Engine {
             path.push_str("tools/");
             path.push_str(&seg(&tool.name));
             let base = path.len();
-            for (key, n) in [
-                ("inputSchema", tool.input_schema),
-                ("outputSchema", tool.output_schema),
-            ] {
+            for n in [tool.input_schema, tool.output_schema] {
                 if let (Some(n), false) = (n, schema_rules.is_empty()) {
-                    path.truncate(base);
-                    path.push('/');
-                    path.push_str(key);
                     walk_schemas(
                         doc,
                         n,
-                        &mut path,
-                        &mut |n, path| {
+                        &mut |n| {
                             for r in &schema_rules {
-                                r.check_schema(scope, tool, n, path, sink);
+                                r.check_schema(scope, tool, n, sink);
                             }
                         },
                         0,

@@ -88,10 +88,17 @@ pub struct Normalized {
     pub blob_run: usize,
     /// The longest run of ASCII whitespace bytes in the input text.
     pub space_run: usize,
+    /// The longest run of ASCII hex digits in the input text (blob checks
+    /// skip hex decoding when it is too short).
+    pub hex_run: usize,
+    /// True if the input was printable ASCII (plus tab, CR, LF), so `text` is
+    /// that input lower-cased: ASCII, and the same bytes as the input.
+    /// Checks that would otherwise ask `is_ascii` of the text read this.
+    pub plain: bool,
 }
 
 /// Byte classes for [`runs`]: bit 0 base64 alphabet, bit 1 ASCII whitespace,
-/// bit 2 not plain ASCII (see [`plain_ascii`]).
+/// bit 2 not plain ASCII (see [`plain_ascii`]), bit 3 hex digit.
 static CLASS: [u8; 256] = {
     let mut t = [0u8; 256];
     let mut i = 0;
@@ -106,29 +113,83 @@ static CLASS: [u8; 256] = {
         if !((b >= 0x20 && b < 0x7f) || b == b'\n' || b == b'\t' || b == b'\r') {
             t[i] |= 4;
         }
+        if b.is_ascii_hexdigit() {
+            t[i] |= 8;
+        }
         i += 1;
     }
     t
 };
 
-/// The longest base64-alphabet run and the longest ASCII whitespace run of
-/// `s`, in one pass (every code rule that looks for them bails out on these),
+/// What one pass over a text tells (see [`runs`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Runs {
+    /// Longest run of base64-alphabet bytes.
+    blob: usize,
+    /// Longest run of ASCII whitespace.
+    space: usize,
+    /// Longest run of hex digits.
+    hex: usize,
+    /// The text is [`plain_ascii`].
+    plain: bool,
+}
+
+/// The longest base64-alphabet, ASCII whitespace and hex-digit runs of `s`,
+/// in one pass (every code rule that looks for them bails out on these),
 /// and whether `s` is [`plain_ascii`].
-fn runs(s: &str) -> (usize, usize, bool) {
-    let (mut b, mut best_b, mut w, mut best_w) = (0usize, 0usize, 0usize, 0usize);
-    let mut classes = 0u8;
-    for &c in s.as_bytes() {
-        let class = CLASS[usize::from(c)];
-        classes |= class;
-        b = if class & 1 != 0 { b + 1 } else { 0 };
-        w = if class & 2 != 0 { w + 1 } else { 0 };
-        best_b = best_b.max(b);
-        best_w = best_w.max(w);
+fn runs(s: &str) -> Runs {
+    let mut c = RunCounter::default();
+    for &b in s.as_bytes() {
+        c.push(b);
     }
-    (best_b, best_w, classes & 4 == 0)
+    c.finish()
+}
+
+/// [`runs`] a byte at a time, so that another loop over the same bytes (the
+/// pattern prefilter's automaton, which waits on a load per byte) can count
+/// them for free: see [`normalize_text_into`].
+#[derive(Clone, Copy, Debug, Default)]
+pub struct RunCounter {
+    b: usize,
+    best_b: usize,
+    w: usize,
+    best_w: usize,
+    h: usize,
+    best_h: usize,
+    classes: u8,
+}
+
+impl RunCounter {
+    /// Counts the next byte.
+    #[inline(always)]
+    pub fn push(&mut self, c: u8) {
+        let class = CLASS[usize::from(c)];
+        self.classes |= class;
+        self.b = if class & 1 != 0 { self.b + 1 } else { 0 };
+        self.w = if class & 2 != 0 { self.w + 1 } else { 0 };
+        self.h = if class & 8 != 0 { self.h + 1 } else { 0 };
+        self.best_b = self.best_b.max(self.b);
+        self.best_w = self.best_w.max(self.w);
+        self.best_h = self.best_h.max(self.h);
+    }
+
+    /// The runs of the bytes pushed so far.
+    pub fn finish(&self) -> Runs {
+        Runs {
+            blob: self.best_b,
+            space: self.best_w,
+            hex: self.best_h,
+            plain: self.classes & 4 == 0,
+        }
+    }
 }
 
 impl Normalized {
+    /// Sets the runs counted after [`normalize_text_into`].
+    pub fn set_runs(&mut self, r: Runs) {
+        (self.blob_run, self.space_run, self.hex_run) = (r.blob, r.space, r.hex);
+    }
+
     /// Maps a byte range of `text` to a byte range of the decoded input.
     pub fn to_decoded(&self, start: usize, end: usize) -> (usize, usize) {
         match &self.map {
@@ -153,8 +214,8 @@ impl Normalized {
 /// text) costs no allocation once the buffer is big enough.
 pub fn normalize_into(s: &str, n: &mut Normalized) {
     // One pass tells both the runs and whether the text is plain ASCII.
-    let (blob_run, space_run, plain) = runs(s);
-    if plain {
+    let r = runs(s);
+    if r.plain {
         n.text.clear();
         n.text.push_str(s);
         n.text.make_ascii_lowercase();
@@ -162,18 +223,46 @@ pub fn normalize_into(s: &str, n: &mut Normalized) {
         n.hidden.clear();
         n.tag_text.clear();
         n.mixed_script = false;
-        (n.blob_run, n.space_run) = (blob_run, space_run);
+        n.plain = true;
+        (n.blob_run, n.space_run, n.hex_run) = (r.blob, r.space, r.hex);
     } else {
         *n = normalize(s);
     }
 }
 
 /// True if `s` is printable ASCII plus tab, CR and LF only ([`runs`] tells
-/// the same in its pass; this is its test oracle).
-#[cfg(test)]
+/// the same in its pass). Written without an early exit or a table so that
+/// the compiler vectorises it: a few bytes per cycle.
 fn plain_ascii(s: &str) -> bool {
-    s.bytes()
-        .all(|b| (0x20..0x7f).contains(&b) || b == b'\n' || b == b'\t' || b == b'\r')
+    s.as_bytes().iter().fold(0u8, |bad, &b| {
+        bad | (u8::from(b.wrapping_sub(0x20) >= 0x5f)
+            & u8::from(b != b'\n')
+            & u8::from(b != b'\t')
+            & u8::from(b != b'\r'))
+    }) == 0
+}
+
+/// [`normalize_into`], except that for plain ASCII input (see
+/// [`Normalized::plain`]) the runs (`blob_run`, `space_run`, `hex_run`) are
+/// left for the caller to count over `n.text` with a [`RunCounter`] and set
+/// with [`Normalized::set_runs`]; returns true when it did so. Lower-casing
+/// changes none of the bytes' classes, so the runs of `n.text` are those of
+/// `s`. The engine counts them in the pattern prefilter's loop.
+pub fn normalize_text_into(s: &str, n: &mut Normalized) -> bool {
+    if !plain_ascii(s) {
+        *n = normalize(s);
+        return false;
+    }
+    n.text.clear();
+    n.text.push_str(s);
+    n.text.make_ascii_lowercase();
+    n.map = None;
+    n.hidden.clear();
+    n.tag_text.clear();
+    n.mixed_script = false;
+    n.plain = true;
+    (n.blob_run, n.space_run, n.hex_run) = (0, 0, 0);
+    true
 }
 
 /// True if lower-casing or NFKC changes `c` (ASCII upper case, Cyrillic
@@ -195,24 +284,34 @@ pub fn folded_away(c: char) -> bool {
 /// Normalises `s` (already JSON-decoded). See the module docs for the steps.
 pub fn normalize(s: &str) -> Normalized {
     // Fast path: printable ASCII plus tab/CR/LF only needs lower-casing.
-    let (blob_run, space_run, plain) = runs(s);
-    if plain {
+    let r = runs(s);
+    if r.plain {
         return Normalized {
             text: s.to_ascii_lowercase(),
-            blob_run,
-            space_run,
+            blob_run: r.blob,
+            space_run: r.space,
+            hex_run: r.hex,
+            plain: true,
             ..Normalized::default()
         };
     }
     let mut out: Vec<(char, u32, u32)> = Vec::with_capacity(s.len());
     let mut n = Normalized {
-        blob_run,
-        space_run,
+        blob_run: r.blob,
+        space_run: r.space,
+        hex_run: r.hex,
         ..Normalized::default()
     };
     let mut chars = s.char_indices().peekable();
     while let Some((i, c)) = chars.next() {
         let end = i + c.len_utf8();
+        // Printable ASCII, tab, CR and LF (most characters even of text that
+        // is not plain ASCII) are none of the cases below but the last:
+        // lower-cased, one byte for one byte.
+        if matches!(c, ' '..='~' | '\n' | '\t' | '\r') {
+            out.push((c.to_ascii_lowercase(), i as u32, end as u32));
+            continue;
+        }
         if c == '\u{1b}' {
             // A whole escape sequence: CSI (ESC [ params final), OSC (ESC ] ... BEL/ST),
             // or ESC plus one character.
@@ -424,14 +523,37 @@ mod tests {
             .filter_map(char::from_u32)
         {
             let t = format!("ab{c}d");
-            assert_eq!(runs(&t).2, plain_ascii(&t), "{c:?}");
+            assert_eq!(runs(&t).plain, plain_ascii(&t), "{c:?}");
         }
+    }
+
+    /// Counting the runs of the lower-cased text, as the engine does after
+    /// [`normalize_text_into`], gives what [`normalize_into`] measures.
+    #[test]
+    fn deferred_runs_equal_measured_runs() {
+        use proptest::prelude::*;
+        proptest!(ProptestConfig::with_cases(2000), |(t in "[a-hA-H0-9+/_=\\- .\t\n\u{1b}é]{0,60}")| {
+            let mut m = Normalized::default();
+            normalize_into(&t, &mut m);
+            let mut n = Normalized::default();
+            if normalize_text_into(&t, &mut n) {
+                let mut c = RunCounter::default();
+                for &b in n.text.as_bytes() {
+                    c.push(b);
+                }
+                n.set_runs(c.finish());
+            }
+            prop_assert_eq!(&n.text, &m.text);
+            prop_assert_eq!((n.blob_run, n.space_run, n.hex_run, n.plain), (m.blob_run, m.space_run, m.hex_run, m.plain));
+            prop_assert_eq!(n.plain, plain_ascii(&t));
+        });
     }
 
     #[test]
     fn runs_are_measured() {
         let n = normalize("ab  c\t\n d aGVsbG8_d29y-bGQ= x");
-        assert_eq!((n.blob_run, n.space_run), (16, 3));
+        assert_eq!((n.blob_run, n.space_run, n.hex_run), (16, 3, 3));
+        assert_eq!(normalize("x deadBEEF0 é").hex_run, 9);
         let mut m = Normalized::default();
         normalize_into("é  x1+/", &mut m);
         assert_eq!((m.blob_run, m.space_run), (4, 2));

@@ -56,7 +56,7 @@ use serde::Deserialize;
 use crate::finding::{Confidence, Severity};
 use crate::rules::engine::{Docs, Field, Origin, RuleMeta, Scope, Sink};
 use crate::rules::literal_dfa::LiteralDfa;
-use crate::rules::normalize::{folded_away, normalize, HiddenKind, Normalized};
+use crate::rules::normalize::{folded_away, normalize, HiddenKind, Normalized, RunCounter};
 
 include!(concat!(env!("OUT_DIR"), "/builtin_rules.rs"));
 
@@ -283,6 +283,12 @@ pub struct PatternSet {
     prefixed_bits: Vec<u64>,
     /// The rule of each pattern.
     pattern_rule: Vec<u32>,
+    /// One-byte literals are not in the automata (they would end a literal
+    /// at nearly every position): the scan marks them instead. Bit `k` of
+    /// `byte_marks[b]` is set when byte `b` is one-byte literal `k`.
+    byte_marks: Box<[u64; 256]>,
+    /// The gates that one-byte literal `k` opens.
+    byte_gates: Vec<Vec<u32>>,
 }
 
 /// A literal automaton and what each of its match states means.
@@ -952,8 +958,24 @@ impl PatternSet {
                 set_bit(&mut prefixed_bits, i);
             }
         }
-        let full = Prefilter::new(&lits, |_| true);
-        let ascii = Prefilter::new(&lits, |l| l.is_ascii());
+        // One-byte literals (ASCII, never a prefix: those have two bytes or
+        // more) are marked by the scan rather than found by the automata;
+        // beyond 64 of them, the rest stay in the automata.
+        let mut byte_marks = Box::new([0u64; 256]);
+        let mut byte_gates: Vec<Vec<u32>> = Vec::new();
+        let mut marked: std::collections::HashSet<Vec<u8>> = Default::default();
+        for (lit, gates, prefixes) in &lits {
+            if let ([b], true, true) = (lit.as_slice(), prefixes.is_empty(), byte_gates.len() < 64)
+            {
+                if b.is_ascii() {
+                    byte_marks[usize::from(*b)] |= 1 << byte_gates.len();
+                    byte_gates.push(gates.clone());
+                    marked.insert(lit.clone());
+                }
+            }
+        }
+        let full = Prefilter::new(&lits, |l| !marked.contains(l));
+        let ascii = Prefilter::new(&lits, |l| l.is_ascii() && !marked.contains(l));
         Ok(PatternSet {
             rules,
             full,
@@ -965,6 +987,8 @@ impl PatternSet {
             prefixed,
             prefixed_bits,
             pattern_rule,
+            byte_marks,
+            byte_gates,
         })
     }
 
@@ -982,8 +1006,17 @@ impl PatternSet {
     /// gates have a literal in it. Also fills `sc.starts` with every offset
     /// where a present pattern that has a prefix set may begin. Returns false
     /// when `text` is not normalised (has a [`left_out`] character): then every
-    /// pattern is marked and `sc.starts` is not to be used.
-    fn scan(&self, text: &str, sc: &mut Scratch) -> bool {
+    /// pattern is marked and `sc.starts` is not to be used. `lower_ascii`
+    /// says the caller knows `text` to be ASCII without upper case (see
+    /// [`Normalized::plain`]), which spares two passes over it. `runs`, if
+    /// given, is pushed every byte of `text` (in the automaton's loop).
+    fn scan(
+        &self,
+        text: &str,
+        lower_ascii: bool,
+        sc: &mut Scratch,
+        runs: Option<&mut RunCounter>,
+    ) -> bool {
         let (pw, gw) = (
             self.patterns.div_ceil(64),
             self.gate_pattern.len().div_ceil(64),
@@ -993,8 +1026,19 @@ impl PatternSet {
         // Upper-case and other variants that normalising folds away were
         // dropped from the literals; text that has one (not normalised) runs
         // every pattern instead.
-        let ascii = text.is_ascii();
-        if has_left_out(text, ascii) {
+        let ascii = lower_ascii || text.is_ascii();
+        // Counting runs in the automaton's loop is for plain text; any other
+        // text gets a loop of its own.
+        let runs = match runs {
+            Some(r) if !lower_ascii => {
+                for &b in text.as_bytes() {
+                    r.push(b);
+                }
+                None
+            }
+            r => r,
+        };
+        if !lower_ascii && has_left_out(text, ascii) {
             sc.present.resize(pw, 0);
             for i in 0..self.patterns {
                 set_bit(&mut sc.present, i);
@@ -1004,8 +1048,23 @@ impl PatternSet {
         sc.present.extend_from_slice(&self.always);
         sc.hits.clear();
         let pre = if ascii { &self.ascii } else { &self.full };
-        pre.dfa.scan(text.as_bytes(), &mut sc.hits);
-        if sc.hits.is_empty() {
+        let marks = &self.byte_marks;
+        let mut marked = 0u64;
+        match runs {
+            Some(r) => {
+                // A local copy stays in registers through the loop.
+                let mut local = *r;
+                pre.dfa.scan_each(text.as_bytes(), &mut sc.hits, |b| {
+                    marked |= marks[usize::from(b)];
+                    local.push(b);
+                });
+                *r = local;
+            }
+            None => pre.dfa.scan_each(text.as_bytes(), &mut sc.hits, |b| {
+                marked |= marks[usize::from(b)];
+            }),
+        }
+        if sc.hits.is_empty() && marked == 0 {
             return true;
         }
         sc.opened.clear();
@@ -1037,13 +1096,8 @@ impl PatternSet {
             opened,
             count,
         } = sc;
-        for &(_, m) in hits.iter() {
-            let m = m as usize;
-            if stamps[base + m] == *round {
-                continue;
-            }
-            stamps[base + m] = *round;
-            for &g in pre.gates(m) {
+        let mut open = |gates: &[u32]| {
+            for &g in gates {
                 let g = g as usize;
                 if bit(opened, g) {
                     continue;
@@ -1055,6 +1109,18 @@ impl PatternSet {
                     set_bit(present, p);
                 }
             }
+        };
+        for &(_, m) in hits.iter() {
+            let m = m as usize;
+            if stamps[base + m] == *round {
+                continue;
+            }
+            stamps[base + m] = *round;
+            open(pre.gates(m));
+        }
+        while marked != 0 {
+            open(&self.byte_gates[marked.trailing_zeros() as usize]);
+            marked &= marked - 1;
         }
         // Where present patterns with a prefix set may begin (most texts have
         // none of them).
@@ -1078,18 +1144,28 @@ impl PatternSet {
     }
 
     /// Calls `hit` with each rule (in rule order) that passes `applies` and
-    /// matches normalised `text`, and its match.
+    /// matches normalised `text`, and its match (`lower_ascii`: see
+    /// [`PatternSet::scan`]; `runs` too).
     fn matches(
         &self,
         text: &str,
+        lower_ascii: bool,
+        runs: Option<&mut RunCounter>,
         applies: &dyn Fn(&PatternRule) -> bool,
         hit: &mut dyn FnMut(&PatternRule, (usize, usize)),
     ) {
         // Borrowed in place (moving it in and out cost a copy per field); a
         // nested call from `hit` would get scratch space of its own.
         SCRATCH.with(|c| match c.try_borrow_mut() {
-            Ok(mut sc) => self.matches_in(text, applies, hit, &mut sc),
-            Err(_) => self.matches_in(text, applies, hit, &mut Scratch::default()),
+            Ok(mut sc) => self.matches_in(text, lower_ascii, runs, applies, hit, &mut sc),
+            Err(_) => self.matches_in(
+                text,
+                lower_ascii,
+                runs,
+                applies,
+                hit,
+                &mut Scratch::default(),
+            ),
         })
     }
 
@@ -1097,11 +1173,13 @@ impl PatternSet {
     fn matches_in(
         &self,
         text: &str,
+        lower_ascii: bool,
+        runs: Option<&mut RunCounter>,
         applies: &dyn Fn(&PatternRule) -> bool,
         hit: &mut dyn FnMut(&PatternRule, (usize, usize)),
         sc: &mut Scratch,
     ) {
-        let exact = self.scan(text, sc);
+        let exact = self.scan(text, lower_ascii, sc, runs);
         // Present patterns in order: a rule's patterns are consecutive and
         // rules are in order, so each rule is met once, in rule order.
         let mut last = u32::MAX;
@@ -1132,11 +1210,15 @@ impl PatternSet {
     }
 
     /// Matches one field and reports into `out`. One finding per rule per field.
+    /// `runs`, if given, is pushed every byte of `norm.text` (see
+    /// [`crate::rules::normalize::normalize_text_into`]).
+    #[allow(clippy::too_many_arguments)]
     pub fn check(
         &self,
         scope: &Scope<'_>,
         field: &Field<'_>,
         norm: &Normalized,
+        runs: Option<&mut RunCounter>,
         tool: Option<&str>,
         enabled: &dyn Fn(&str) -> bool,
         out: &mut Sink,
@@ -1148,7 +1230,7 @@ impl PatternSet {
                     .as_ref()
                     .is_none_or(|g| tool.is_some_and(|t| g.is_match(t)))
         };
-        self.matches(&norm.text, &applies, &mut |r, (s, e)| {
+        self.matches(&norm.text, norm.plain, runs, &applies, &mut |r, (s, e)| {
             let (ds, de) = norm.to_decoded(s, e);
             out.emit(
                 scope,
@@ -1171,7 +1253,7 @@ impl PatternSet {
             let (Some(first), Some(last)) = (tags.first(), tags.last()) else {
                 return;
             };
-            self.matches(&hidden.text, &applies, &mut |r, _| {
+            self.matches(&hidden.text, false, None, &applies, &mut |r, _| {
                 let f = out.emit(
                     scope,
                     &r.meta,
@@ -1233,7 +1315,16 @@ mod tests {
 
     fn scan(set: &PatternSet, text: &str) -> Scratch {
         let mut sc = Scratch::default();
-        assert!(set.scan(text, &mut sc), "normalised text: {text}");
+        assert!(
+            set.scan(text, false, &mut sc, None),
+            "normalised text: {text}"
+        );
+        // What the engine passes for plain ASCII text gives the same scan.
+        if text.is_ascii() && !text.bytes().any(|b| b.is_ascii_uppercase()) {
+            let mut plain = Scratch::default();
+            assert!(set.scan(text, true, &mut plain, None));
+            assert_eq!((&plain.present, &plain.starts), (&sc.present, &sc.starts));
+        }
         sc
     }
 

@@ -66,7 +66,13 @@ impl Rule for EncodedTextBlob {
                 return;
             }
         }
-        for (start, end) in hex_runs(text, HEX_MIN) {
+        // Hex needs `2 * HEX_MIN` digits in a row.
+        let hex = if norm.hex_run >= 2 * HEX_MIN {
+            usize::MAX
+        } else {
+            0
+        };
+        for (start, end) in hex_runs(text, HEX_MIN).take(hex) {
             let bytes = decode_hex(&text[start..end]);
             if let Some(plain) = bytes.as_deref().and_then(readable) {
                 let f = out.emit(

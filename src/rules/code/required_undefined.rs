@@ -25,14 +25,7 @@ impl Rule for RequiredUndefined {
         }
     }
 
-    fn check_schema(
-        &self,
-        scope: &Scope<'_>,
-        _tool: &Tool,
-        schema: NodeId,
-        _path: &str,
-        out: &mut Sink,
-    ) {
+    fn check_schema(&self, scope: &Scope<'_>, _tool: &Tool, schema: NodeId, out: &mut Sink) {
         let doc = scope.doc;
         let Some(req) = doc.get(schema, "required").and_then(|r| doc.array(r)) else {
             return;

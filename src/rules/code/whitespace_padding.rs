@@ -64,12 +64,14 @@ impl Rule for WhitespacePadding {
         let text = field.text.as_ref();
         // A run long enough to report has at least `NEWLINES` characters, so
         // ASCII text without that many whitespace bytes in a row has none.
-        if text.len() < NEWLINES || (text.is_ascii() && norm.space_run < NEWLINES) {
+        // (`norm.plain` answers `is_ascii` for most text without a pass.)
+        let ascii = norm.plain || text.is_ascii();
+        if text.len() < NEWLINES || (ascii && norm.space_run < NEWLINES) {
             return;
         }
         // Pure ASCII text (most of it) is scanned by byte: the same runs, since
         // every ASCII byte is one character and no ASCII character is invisible.
-        let best = if text.is_ascii() {
+        let best = if ascii {
             longest_run(
                 text.bytes()
                     .enumerate()
