@@ -649,6 +649,7 @@ fn heldout_attacks_get_medium_or_high_and_benign_tools_do_not() {
     check_heldout("heldout-2.json");
     check_heldout("heldout-3.json");
     check_heldout("heldout-4.json");
+    check_heldout("heldout-6.json");
     // Written after the last tuning round and never tuned on (25 bad, 15
     // ok): 9 caught, the 16 misses are listed above with their reasons.
     check_heldout("heldout-5.json");
