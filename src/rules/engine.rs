@@ -370,6 +370,29 @@ pub struct Levels {
     pub schema: bool,
 }
 
+impl Levels {
+    /// Neither: the rule checks other levels only (the tool, the manifest).
+    pub const NONE: Levels = Levels {
+        text: false,
+        schema: false,
+    };
+    /// Text fields only.
+    pub const TEXT: Levels = Levels {
+        text: true,
+        schema: false,
+    };
+    /// Schemas only.
+    pub const SCHEMA: Levels = Levels {
+        text: false,
+        schema: true,
+    };
+    /// Both text fields and schemas.
+    pub const BOTH: Levels = Levels {
+        text: true,
+        schema: true,
+    };
+}
+
 /// A rule. Every method has an empty default; implement the levels you need.
 pub trait Rule: Send + Sync {
     /// The rule's metadata.

@@ -216,14 +216,7 @@ pub fn normalize_into(s: &str, n: &mut Normalized) {
     // One pass tells both the runs and whether the text is plain ASCII.
     let r = runs(s);
     if r.plain {
-        n.text.clear();
-        n.text.push_str(s);
-        n.text.make_ascii_lowercase();
-        n.map = None;
-        n.hidden.clear();
-        n.tag_text.clear();
-        n.mixed_script = false;
-        n.plain = true;
+        fill_plain(s, n);
         (n.blob_run, n.space_run, n.hex_run) = (r.blob, r.space, r.hex);
     } else {
         *n = normalize(s);
@@ -253,6 +246,15 @@ pub fn normalize_text_into(s: &str, n: &mut Normalized) -> bool {
         *n = normalize(s);
         return false;
     }
+    fill_plain(s, n);
+    (n.blob_run, n.space_run, n.hex_run) = (0, 0, 0);
+    true
+}
+
+/// Fills `n` from plain ASCII `s` (see [`Normalized::plain`]): the text
+/// lower-cased into the reused buffer, nothing hidden, no offset map; the
+/// runs are the caller's to set.
+fn fill_plain(s: &str, n: &mut Normalized) {
     n.text.clear();
     n.text.push_str(s);
     n.text.make_ascii_lowercase();
@@ -261,8 +263,6 @@ pub fn normalize_text_into(s: &str, n: &mut Normalized) -> bool {
     n.tag_text.clear();
     n.mixed_script = false;
     n.plain = true;
-    (n.blob_run, n.space_run, n.hex_run) = (0, 0, 0);
-    true
 }
 
 /// True if lower-casing or NFKC changes `c` (ASCII upper case, Cyrillic

@@ -22,10 +22,7 @@ impl Rule for CrossServerToolName {
     }
 
     fn levels(&self) -> crate::rules::engine::Levels {
-        crate::rules::engine::Levels {
-            text: false,
-            schema: false,
-        }
+        crate::rules::engine::Levels::NONE
     }
 
     fn check_agent(&self, servers: &[Scope<'_>], out: &mut Sink) {

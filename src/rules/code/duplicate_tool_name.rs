@@ -20,10 +20,7 @@ impl Rule for DuplicateToolName {
     }
 
     fn levels(&self) -> crate::rules::engine::Levels {
-        crate::rules::engine::Levels {
-            text: false,
-            schema: false,
-        }
+        crate::rules::engine::Levels::NONE
     }
 
     fn check_server(&self, scope: &Scope<'_>, out: &mut Sink) {

@@ -22,10 +22,7 @@ impl Rule for InstructionWithPayload {
     }
 
     fn levels(&self) -> crate::rules::engine::Levels {
-        crate::rules::engine::Levels {
-            text: false,
-            schema: false,
-        }
+        crate::rules::engine::Levels::NONE
     }
 
     fn check_findings(

@@ -409,10 +409,7 @@ impl Rule for LookAlikeTool {
     }
 
     fn levels(&self) -> crate::rules::engine::Levels {
-        crate::rules::engine::Levels {
-            text: false,
-            schema: false,
-        }
+        crate::rules::engine::Levels::NONE
     }
 
     fn check_agent(&self, servers: &[Scope<'_>], out: &mut Sink) {

@@ -98,14 +98,20 @@ mod tests {
                 continue;
             }
             let src = std::fs::read_to_string(&path).expect("rule source");
-            for (method, field) in [("fn check_text", "text"), ("fn check_schema", "schema")] {
-                let declared = format!("{field}: {}", src.contains(method));
-                assert!(
-                    src.contains(&declared),
-                    "{}: expected `{declared}`",
-                    path.display()
-                );
-            }
+            let declared = match (
+                src.contains("fn check_text"),
+                src.contains("fn check_schema"),
+            ) {
+                (true, true) => "Levels::BOTH",
+                (true, false) => "Levels::TEXT",
+                (false, true) => "Levels::SCHEMA",
+                (false, false) => "Levels::NONE",
+            };
+            assert!(
+                src.contains(declared),
+                "{}: expected `{declared}`",
+                path.display()
+            );
             checked += 1;
         }
         assert_eq!(checked, super::all().len());

@@ -19,10 +19,7 @@ impl Rule for RequiredUndefined {
     }
 
     fn levels(&self) -> crate::rules::engine::Levels {
-        crate::rules::engine::Levels {
-            text: false,
-            schema: true,
-        }
+        crate::rules::engine::Levels::SCHEMA
     }
 
     fn check_schema(&self, scope: &Scope<'_>, _tool: &Tool, schema: NodeId, out: &mut Sink) {

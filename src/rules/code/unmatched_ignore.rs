@@ -18,9 +18,6 @@ impl Rule for UnmatchedIgnore {
     }
 
     fn levels(&self) -> crate::rules::engine::Levels {
-        crate::rules::engine::Levels {
-            text: false,
-            schema: false,
-        }
+        crate::rules::engine::Levels::NONE
     }
 }

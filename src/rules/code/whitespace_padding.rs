@@ -54,10 +54,7 @@ impl Rule for WhitespacePadding {
     }
 
     fn levels(&self) -> crate::rules::engine::Levels {
-        crate::rules::engine::Levels {
-            text: true,
-            schema: false,
-        }
+        crate::rules::engine::Levels::TEXT
     }
 
     fn check_text(&self, scope: &Scope<'_>, field: &Field<'_>, norm: &Normalized, out: &mut Sink) {
