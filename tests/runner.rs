@@ -974,11 +974,7 @@ fn vm_fetch_env(args: &[&str], env: &[(&str, &Path)]) -> Run {
         .output()
         .expect("run mcplint");
     let secs = t0.elapsed().as_secs_f64();
-    let left: Vec<_> = std::fs::read_dir(tmp.path())
-        .expect("list")
-        .filter_map(Result::ok)
-        .map(|e| e.path())
-        .collect();
+    let left = entries(tmp.path());
     assert!(left.is_empty(), "temporary files left behind: {left:?}");
     let running = processes_naming(&tmp.path().to_string_lossy());
     assert!(running.is_empty(), "processes left running: {running:?}");
@@ -986,6 +982,15 @@ fn vm_fetch_env(args: &[&str], env: &[(&str, &Path)]) -> Run {
         .ok()
         .map(|b| serde_json::from_slice(&b).expect("capture is JSON"));
     Run { out, secs, capture }
+}
+
+/// What a folder holds (a test's TMPDIR must be empty after a fetch).
+fn entries(dir: &Path) -> Vec<PathBuf> {
+    std::fs::read_dir(dir)
+        .expect("list")
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .collect()
 }
 
 /// Processes whose command line names `needle`.
@@ -1053,11 +1058,7 @@ fn interrupted_fetch_cleans_up(sandbox: &str, signal: nix::sys::signal::Signal, 
         Vec::<String>::new(),
         "{sandbox} {signal}"
     );
-    let left: Vec<_> = std::fs::read_dir(tmp.path())
-        .expect("list")
-        .filter_map(Result::ok)
-        .map(|e| e.path())
-        .collect();
+    let left = entries(tmp.path());
     assert!(
         left.is_empty(),
         "{sandbox} {signal}: files left behind: {left:?}"
@@ -1627,11 +1628,7 @@ impl FakeFirecracker {
             .output()
             .expect("run mcplint");
         let secs = t0.elapsed().as_secs_f64();
-        let left: Vec<_> = std::fs::read_dir(tmp.path())
-            .expect("list")
-            .filter_map(Result::ok)
-            .map(|e| e.path())
-            .collect();
+        let left = entries(tmp.path());
         assert!(left.is_empty(), "temporary files left behind: {left:?}");
         let root_s = self.root.path().to_string_lossy().into_owned();
         let running: Vec<String> = std::fs::read_dir("/proc")

@@ -407,7 +407,7 @@ pub fn setup(force: bool, progress: &mut dyn FnMut(&str)) -> Result<Image, Runne
     progress(&format!("downloading Node.js ({NODE_WHEEL}, PyPI wheel)"));
     let wheel_dir = b.join("wheel");
     tool(
-        Command::new(std::env::var("MCPLINT_PYTHON").unwrap_or_else(|_| "python3".into()))
+        Command::new(super::source::host_python())
             .args([
                 "-m",
                 "pip",

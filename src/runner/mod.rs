@@ -36,7 +36,7 @@ use serde_json::Value;
 
 use client::{Client, ClientError, ClientOptions, LinePipe, Manifest};
 use process::{Heard, Running};
-use source::{Prepared, Source, APP_DIR};
+use source::{host_python, Prepared, Source, APP_DIR};
 
 /// Why a fetch failed.
 #[derive(Debug, thiserror::Error)]
@@ -534,11 +534,21 @@ fn run_qemu(
                     None,
                     vm::Boot::Restore(&dir, &run),
                 )?;
-                (opts.progress)(&match (&making, accel) {
-                    (Some(_), vm::Accel::Tcg) => "starting the server in a microVM restored from the boot snapshot (tcg: emulated, a first start takes a while); its warm snapshot is saved once it settles".to_owned(),
-                    (Some(_), _) => format!("starting the server in a microVM restored from the boot snapshot ({}); its warm snapshot is saved once it settles", accel.name()),
-                    (None, _) => format!("starting the server in a microVM restored from the boot snapshot ({})", accel.name()),
-                });
+                let saving = making.is_some();
+                (opts.progress)(&format!(
+                    "starting the server in a microVM restored from the boot snapshot ({}{}){}",
+                    accel.name(),
+                    if saving && accel == vm::Accel::Tcg {
+                        ": emulated, a first start takes a while"
+                    } else {
+                        ""
+                    },
+                    if saving {
+                        "; its warm snapshot is saved once it settles"
+                    } else {
+                        ""
+                    }
+                ));
                 prov.prepare_s = Some(t0.elapsed().as_secs_f64());
                 let warmup = match &making {
                     Some(_) => Warmup::Save(&run),
@@ -680,10 +690,6 @@ fn with_egress_log(e: RunnerError, log: Option<&Value>) -> RunnerError {
         },
         other => other,
     }
-}
-
-fn host_python() -> String {
-    std::env::var("MCPLINT_PYTHON").unwrap_or_else(|_| "python3".into())
 }
 
 /// The environment of a server run on the host: not the user's (which may

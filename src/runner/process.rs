@@ -99,14 +99,25 @@ pub fn output(cmd: &mut Command) -> std::io::Result<std::process::Output> {
     cmd.process_group(0);
     let child = cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn()?;
     let id = child.id();
+    register_pid(id);
+    let out = child.wait_with_output();
+    unregister_pid(id);
+    out
+}
+
+/// Registers a child (a process group leader) for the interrupt handler to
+/// kill.
+fn register_pid(id: u32) {
     if let Ok(mut r) = registry().lock() {
         r.pids.push(id);
     }
-    let out = child.wait_with_output();
+}
+
+/// Forgets a child registered with [`register_pid`].
+fn unregister_pid(id: u32) {
     if let Ok(mut r) = registry().lock() {
         r.pids.retain(|&p| p != id);
     }
-    out
 }
 
 fn kill_tree(pid: u32) {
@@ -231,9 +242,7 @@ impl Running {
         cmd.process_group(0);
         let started = Instant::now();
         let mut child = cmd.spawn()?;
-        if let Ok(mut r) = registry().lock() {
-            r.pids.push(child.id());
-        }
+        register_pid(child.id());
         let stdin = child
             .stdin
             .take()
@@ -285,9 +294,7 @@ impl Running {
         // Our copies of the write end must go, or the reader never sees EOF.
         drop(cmd);
         let child = child?;
-        if let Ok(mut r) = registry().lock() {
-            r.pids.push(child.id());
-        }
+        register_pid(child.id());
         let tail = Tail::default();
         let t2 = tail.clone();
         let handle = std::thread::Builder::new()
@@ -360,10 +367,7 @@ impl Running {
     fn kill(&mut self) {
         kill_tree(self.child.id());
         let _ = self.child.wait();
-        if let Ok(mut r) = registry().lock() {
-            let id = self.child.id();
-            r.pids.retain(|&p| p != id);
-        }
+        unregister_pid(self.child.id());
     }
 }
 

@@ -638,7 +638,8 @@ pub(crate) fn guest_wheels(subcommand: &[&str]) -> Command {
     c
 }
 
-/// The Python interpreter used on the host to download wheels.
+/// The Python interpreter used on the host (`MCPLINT_PYTHON`, else `python3`):
+/// to download wheels, compile bytecode, and run a server with no sandbox.
 pub(crate) fn host_python() -> String {
     std::env::var("MCPLINT_PYTHON").unwrap_or_else(|_| "python3".into())
 }
