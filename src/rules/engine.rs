@@ -402,10 +402,7 @@ pub trait Rule: Send + Sync {
     /// does not call the others. Both by default, so a rule that does not
     /// say is always called.
     fn levels(&self) -> Levels {
-        Levels {
-            text: true,
-            schema: true,
-        }
+        Levels::BOTH
     }
     /// Once per server.
     fn check_server(&self, _scope: &Scope<'_>, _out: &mut Sink) {}

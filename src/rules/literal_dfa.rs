@@ -211,14 +211,6 @@ impl LiteralDfa {
         let m = m as usize;
         &self.outs[self.out_start[m] as usize..self.out_start[m + 1] as usize]
     }
-
-    /// Bytes of the transition table.
-    pub fn memory_usage(&self) -> usize {
-        match &self.next {
-            Table::Small(t) => t.len() * 2,
-            Table::Large(t) => t.len() * 4,
-        }
-    }
 }
 
 #[cfg(test)]

@@ -217,7 +217,7 @@ pub fn normalize_into(s: &str, n: &mut Normalized) {
     let r = runs(s);
     if r.plain {
         fill_plain(s, n);
-        (n.blob_run, n.space_run, n.hex_run) = (r.blob, r.space, r.hex);
+        n.set_runs(r);
     } else {
         *n = normalize(s);
     }

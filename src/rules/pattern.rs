@@ -675,20 +675,23 @@ fn literal_left_out(lit: &[u8]) -> bool {
     }
 }
 
-/// Literal sets required of every match of `pattern` (as compiled by
-/// [`regex`]) in text without [`left_out`] characters: each match contains a literal
-/// of every set. Empty when nothing useful is required (a leading `.*`, an
-/// optional whole, huge classes). A text that lacks all literals of one set
-/// has no match.
-fn required_literals(pattern: &str) -> Vec<Lits> {
+/// Both literal sets of `pattern` from one parse (compiling a rule file
+/// needs both for every pattern): the required sets (`required_literals`), and the prefix
+/// literals, one of which begins every match of `pattern` (as compiled by
+/// [`regex`]) in text without [`left_out`] characters, each at least two
+/// bytes long (so the automaton of [`PatternSet::scan`] can find them);
+/// `None` when the pattern has no such set: it is then searched for over
+/// the whole text.
+fn literal_sets(pattern: &str) -> (Vec<Lits>, Option<Lits>) {
     let Ok(hir) = regex_syntax::ParserBuilder::new()
         .case_insensitive(true)
         .build()
         .parse(&ascii_boundaries(pattern))
     else {
-        return Vec::new();
+        return (Vec::new(), None);
     };
-    let mut gates = lit_info(&hir).required;
+    let info = lit_info(&hir);
+    let mut gates = info.required;
     // A two-byte literal (`to`, `in`, `is`) occurs in most text: beyond the
     // best gate, such a gate costs more automaton matches than it saves
     // regex runs. Single bytes are cheap: the automaton reports them, but
@@ -699,22 +702,18 @@ fn required_literals(pattern: &str) -> Vec<Lits> {
         first = false;
         keep
     });
-    gates
+    let prefix = info.prefix.filter(|set| set.iter().all(|l| l.len() >= 2));
+    (gates, prefix)
 }
 
-/// Literals one of which begins every match of `pattern` (as compiled by
-/// [`regex`]) in text without [`left_out`] characters, each at least two bytes long
-/// (so the automaton of [`PatternSet::scan`] can find them). `None` when the
-/// pattern has no such set: it is then searched for over the whole text.
-fn prefix_literals(pattern: &str) -> Option<Lits> {
-    let hir = regex_syntax::ParserBuilder::new()
-        .case_insensitive(true)
-        .build()
-        .parse(&ascii_boundaries(pattern))
-        .ok()?;
-    lit_info(&hir)
-        .prefix
-        .filter(|set| set.iter().all(|l| l.len() >= 2))
+/// Literal sets required of every match of `pattern` (as compiled by
+/// [`regex`]) in text without [`left_out`] characters: each match contains a literal
+/// of every set. Empty when nothing useful is required (a leading `.*`, an
+/// optional whole, huge classes). A text that lacks all literals of one set
+/// has no match.
+#[cfg(test)]
+fn required_literals(pattern: &str) -> Vec<Lits> {
+    literal_sets(pattern).0
 }
 
 fn glob_set(
@@ -874,7 +873,7 @@ impl PatternSet {
             let mut regexes = Vec::new();
             let first = patterns;
             for p in &f.patterns {
-                let gates = required_literals(p.get_ref());
+                let (gates, prefix) = literal_sets(p.get_ref());
                 need.push(gates.len() as u8);
                 for set in gates {
                     let gate = gate_pattern.len() as u32;
@@ -887,7 +886,6 @@ impl PatternSet {
                         lits[i].1.push(gate);
                     }
                 }
-                let prefix = prefix_literals(p.get_ref());
                 prefixed.push(prefix.is_some());
                 for lit in prefix.into_iter().flatten() {
                     let i = *lit_index.entry(lit.clone()).or_insert_with(|| {
@@ -1060,9 +1058,7 @@ impl PatternSet {
                 });
                 *r = local;
             }
-            None => pre.dfa.scan_each(text.as_bytes(), &mut sc.hits, |b| {
-                marked |= marks[usize::from(b)];
-            }),
+            None => marked = pre.dfa.scan_and_mark(text.as_bytes(), &mut sc.hits, marks),
         }
         if sc.hits.is_empty() && marked == 0 {
             return true;
