@@ -51,10 +51,9 @@ impl Rule for RequiredUndefined {
                 if sentence {
                     f.severity = Severity::Medium;
                     f.message = "a `required` entry is a sentence, not a property name".into();
-                } else if super::undocumented_parameter::words(&name)
-                    .iter()
-                    .any(|w| super::undocumented_parameter::COLLECTING.contains(&w.as_str()))
-                {
+                } else if super::undocumented_parameter::names_collected_data(
+                    &super::undocumented_parameter::words(&name),
+                ) {
                     // A required argument no schema describes, named for the
                     // conversation or a secret: the model fills it with whatever
                     // it has (the same names as `undocumented-parameter`).

@@ -20,7 +20,7 @@ code_rule!(UndocumentedParameter, "undocumented-parameter", "undocumented parame
 /// 56 real servers: none of their undocumented, unmentioned text parameters has
 /// one of these words (ordinary ones such as `user`, `email`, `data`, `query`
 /// or `key` do occur there and are not listed).
-pub(super) const COLLECTING: &[&str] = &[
+const COLLECTING: &[&str] = &[
     "conversation",
     "history",
     "chat",
@@ -75,6 +75,12 @@ pub(super) const COLLECTING: &[&str] = &[
     "messages",
 ];
 
+/// Whether a parameter name's words name data a server collects (the
+/// conversation, a secret: [`COLLECTING`]).
+pub(super) fn names_collected_data(words: &[String]) -> bool {
+    words.iter().any(|w| COLLECTING.contains(&w.as_str()))
+}
+
 /// Splits a parameter name into lower-case words (snake_case, kebab-case, camelCase).
 pub(super) fn words(s: &str) -> Vec<String> {
     // Split snake_case, kebab-case and camelCase.
@@ -124,7 +130,7 @@ impl Rule for UndocumentedParameter {
                 continue;
             }
             let ws = words(&name);
-            if !ws.iter().any(|w| COLLECTING.contains(&w.as_str())) {
+            if !names_collected_data(&ws) {
                 continue;
             }
             let desc = desc.get_or_insert_with(|| tool.description_text(doc).to_lowercase());
