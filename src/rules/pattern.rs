@@ -267,11 +267,12 @@ pub struct PatternSet {
     /// which cannot contain the others: a third of the states and fewer
     /// byte classes, so its table stays in the cache.
     ascii: Prefilter,
-    /// A gate is one required literal set of one pattern: the pattern of each.
-    gate_pattern: Vec<u32>,
-    /// Number of gates of each pattern: a pattern can match once all its
-    /// gates have a literal in the text (patterns without gates always can).
-    need: Vec<u8>,
+    /// A gate is one required literal set of one pattern. Pattern `p` owns
+    /// the four bits `4p..4p + 4` of the `opened` bit set: one per gate
+    /// (at most [`MAX_GATES`]), the rest set from the start, so the pattern
+    /// can match once its four bits are set (patterns without gates always
+    /// can). This is `opened` before any literal is seen.
+    closed: Vec<u64>,
     /// The patterns without gates, as a bit set.
     always: Vec<u64>,
     /// Number of patterns of all rules.
@@ -287,18 +288,20 @@ pub struct PatternSet {
     /// at nearly every position): the scan marks them instead. Bit `k` of
     /// `byte_marks[b]` is set when byte `b` is one-byte literal `k`.
     byte_marks: Box<[u64; 256]>,
-    /// The gates that one-byte literal `k` opens.
-    byte_gates: Vec<Vec<u32>>,
+    /// The gates that one-byte literal `k` opens, as `(word, bits)` of
+    /// `opened` (see `closed`).
+    byte_gates: Vec<Vec<(u32, u64)>>,
 }
 
 /// A literal automaton and what each of its match states means.
 struct Prefilter {
     dfa: LiteralDfa,
-    /// The gates opened where match state `m` is reached are
-    /// `state_gates[state_gate_start[m]..state_gate_start[m + 1]]`.
+    /// The gates opened where match state `m` is reached are the bits
+    /// `state_gates[state_gate_start[m]..state_gate_start[m + 1]]`, each a
+    /// `(word, bits)` of the `opened` bit set (see [`PatternSet`]'s `closed`).
     state_gate_start: Vec<u32>,
     /// See `state_gate_start`.
-    state_gates: Vec<u32>,
+    state_gates: Vec<(u32, u64)>,
     /// The `(pattern, literal length)` of the prefix literals that end where
     /// match state `m` is reached are
     /// `state_prefixes[state_prefix_start[m]..state_prefix_start[m + 1]]`.
@@ -310,7 +313,11 @@ struct Prefilter {
 impl Prefilter {
     /// The automaton of the literals `lits` (each with the gates it opens and
     /// the patterns it begins) that `keep` selects.
-    fn new(lits: &[(Vec<u8>, Vec<u32>, Vec<u32>)], keep: impl Fn(&[u8]) -> bool) -> Prefilter {
+    fn new(
+        lits: &[(Vec<u8>, Vec<u32>, Vec<u32>)],
+        gate_bit: &[u32],
+        keep: impl Fn(&[u8]) -> bool,
+    ) -> Prefilter {
         let lits: Vec<&(Vec<u8>, Vec<u32>, Vec<u32>)> =
             lits.iter().filter(|(l, _, _)| keep(l)).collect();
         let dfa = LiteralDfa::new(&lits.iter().map(|(l, _, _)| l.clone()).collect::<Vec<_>>());
@@ -325,9 +332,7 @@ impl Prefilter {
                 gates.extend(gs);
                 state_prefixes.extend(ps.iter().map(|&p| (p, lit.len() as u32)));
             }
-            gates.sort_unstable();
-            gates.dedup();
-            state_gates.extend(gates);
+            state_gates.extend(gate_masks(&gates, gate_bit));
             state_gate_start.push(state_gates.len() as u32);
             state_prefix_start.push(state_prefixes.len() as u32);
         }
@@ -340,7 +345,7 @@ impl Prefilter {
         }
     }
 
-    fn gates(&self, m: usize) -> &[u32] {
+    fn gates(&self, m: usize) -> &[(u32, u64)] {
         &self.state_gates[self.state_gate_start[m] as usize..self.state_gate_start[m + 1] as usize]
     }
 
@@ -350,20 +355,31 @@ impl Prefilter {
     }
 }
 
+/// The bits of `gates` in the `opened` bit set (`gate_bit` maps a gate to
+/// its bit), as `(word, bits)` with each word once, in order.
+fn gate_masks(gates: &[u32], gate_bit: &[u32]) -> Vec<(u32, u64)> {
+    let mut out: Vec<(u32, u64)> = Vec::new();
+    let mut bits: Vec<u32> = gates.iter().map(|&g| gate_bit[g as usize]).collect();
+    bits.sort_unstable();
+    for b in bits {
+        let (w, m) = (b / 64, 1u64 << (b % 64));
+        match out.last_mut() {
+            Some((lw, lm)) if *lw == w => *lm |= m,
+            _ => out.push((w, m)),
+        }
+    }
+    out
+}
+
 /// Scratch space of [`PatternSet::matches`], kept between calls.
 #[derive(Default)]
 struct Scratch {
     /// `(end offset, match state)` of each position where a literal ends.
     hits: Vec<(u32, u32)>,
-    /// Per match state: the number of the last scan that reached it, so each
-    /// state's gates are opened once per text (`round` counts the scans).
-    stamps: Vec<u32>,
-    round: u32,
     /// `(pattern, offset)` where a present pattern may begin.
     starts: Vec<(u32, u32)>,
     present: Vec<u64>,
     opened: Vec<u64>,
-    count: Vec<u8>,
 }
 
 thread_local! {
@@ -387,6 +403,8 @@ const SET_LIMIT: usize = 64;
 const CLASS_LIMIT: usize = 8;
 /// Most literal sets required of one pattern (all of them must occur).
 const MAX_GATES: usize = 3;
+// Each pattern's gates fit in its four bits of the `opened` set (see `closed`).
+const _: () = assert!(MAX_GATES <= 4);
 
 /// A set of literals, sorted and deduplicated.
 type Lits = Vec<Vec<u8>>;
@@ -837,7 +855,8 @@ impl PatternSet {
         let mut lits: Vec<(Vec<u8>, Vec<u32>, Vec<u32>)> = Vec::new();
         let mut prefixed = Vec::new();
         let mut pattern_rule = Vec::new();
-        let mut gate_pattern = Vec::new();
+        // The bit of each gate in the `opened` bit set (see `closed`).
+        let mut gate_bit: Vec<u32> = Vec::new();
         let mut need = Vec::new();
         let mut patterns = 0usize;
         for (name, text, origin) in sources {
@@ -875,9 +894,9 @@ impl PatternSet {
             for p in &f.patterns {
                 let (gates, prefix) = literal_sets(p.get_ref());
                 need.push(gates.len() as u8);
-                for set in gates {
-                    let gate = gate_pattern.len() as u32;
-                    gate_pattern.push(patterns as u32);
+                for (j, set) in gates.into_iter().enumerate() {
+                    let gate = gate_bit.len() as u32;
+                    gate_bit.push(4 * patterns as u32 + j as u32);
                     for lit in set {
                         let i = *lit_index.entry(lit.clone()).or_insert_with(|| {
                             lits.push((lit, Vec::new(), Vec::new()));
@@ -945,9 +964,13 @@ impl PatternSet {
             });
         }
         let mut always = vec![0u64; patterns.div_ceil(64)];
+        let mut closed = vec![0u64; (4 * patterns).div_ceil(64)];
         for (i, &n) in need.iter().enumerate() {
             if n == 0 {
                 set_bit(&mut always, i);
+            }
+            for j in usize::from(n)..4 {
+                set_bit(&mut closed, 4 * i + j);
             }
         }
         let mut prefixed_bits = vec![0u64; patterns.div_ceil(64)];
@@ -960,26 +983,25 @@ impl PatternSet {
         // more) are marked by the scan rather than found by the automata;
         // beyond 64 of them, the rest stay in the automata.
         let mut byte_marks = Box::new([0u64; 256]);
-        let mut byte_gates: Vec<Vec<u32>> = Vec::new();
+        let mut byte_gates: Vec<Vec<(u32, u64)>> = Vec::new();
         let mut marked: std::collections::HashSet<Vec<u8>> = Default::default();
         for (lit, gates, prefixes) in &lits {
             if let ([b], true, true) = (lit.as_slice(), prefixes.is_empty(), byte_gates.len() < 64)
             {
                 if b.is_ascii() {
                     byte_marks[usize::from(*b)] |= 1 << byte_gates.len();
-                    byte_gates.push(gates.clone());
+                    byte_gates.push(gate_masks(gates, &gate_bit));
                     marked.insert(lit.clone());
                 }
             }
         }
-        let full = Prefilter::new(&lits, |l| !marked.contains(l));
-        let ascii = Prefilter::new(&lits, |l| l.is_ascii() && !marked.contains(l));
+        let full = Prefilter::new(&lits, &gate_bit, |l| !marked.contains(l));
+        let ascii = Prefilter::new(&lits, &gate_bit, |l| l.is_ascii() && !marked.contains(l));
         Ok(PatternSet {
             rules,
             full,
             ascii,
-            gate_pattern,
-            need,
+            closed,
             always,
             patterns,
             prefixed,
@@ -1015,10 +1037,7 @@ impl PatternSet {
         sc: &mut Scratch,
         runs: Option<&mut RunCounter>,
     ) -> bool {
-        let (pw, gw) = (
-            self.patterns.div_ceil(64),
-            self.gate_pattern.len().div_ceil(64),
-        );
+        let pw = self.patterns.div_ceil(64);
         sc.starts.clear();
         sc.present.clear();
         // Upper-case and other variants that normalising folds away were
@@ -1063,60 +1082,36 @@ impl PatternSet {
         if sc.hits.is_empty() && marked == 0 {
             return true;
         }
-        sc.opened.clear();
-        sc.opened.resize(gw, 0);
-        sc.count.clear();
-        sc.count.resize(self.patterns, 0);
-        // Stamps are kept per automaton, the ASCII one's first.
-        let base = if ascii {
-            0
-        } else {
-            self.ascii.dfa.match_states()
-        };
-        sc.stamps.resize(
-            self.ascii.dfa.match_states() + self.full.dfa.match_states(),
-            0,
-        );
-        sc.round = sc.round.wrapping_add(1);
-        if sc.round == 0 {
-            // Wrapped: old stamps could equal new rounds.
-            sc.stamps.fill(0);
-            sc.round = 1;
-        }
         let Scratch {
             hits,
-            stamps,
-            round,
             starts,
             present,
             opened,
-            count,
         } = sc;
-        let mut open = |gates: &[u32]| {
-            for &g in gates {
-                let g = g as usize;
-                if bit(opened, g) {
-                    continue;
-                }
-                set_bit(opened, g);
-                let p = self.gate_pattern[g] as usize;
-                count[p] += 1;
-                if count[p] == self.need[p] {
-                    set_bit(present, p);
-                }
+        // Open the gates: OR each literal's bits into `opened` (a state met
+        // twice ORs the same bits again, cheaper than remembering it).
+        opened.clear();
+        opened.extend_from_slice(&self.closed);
+        let mut open = |gates: &[(u32, u64)]| {
+            for &(w, bits) in gates {
+                opened[w as usize] |= bits;
             }
         };
         for &(_, m) in hits.iter() {
-            let m = m as usize;
-            if stamps[base + m] == *round {
-                continue;
-            }
-            stamps[base + m] = *round;
-            open(pre.gates(m));
+            open(pre.gates(m as usize));
         }
         while marked != 0 {
             open(&self.byte_gates[marked.trailing_zeros() as usize]);
             marked &= marked - 1;
+        }
+        // A pattern is present when its four bits are set: bit 0 of each
+        // nibble of `x & x >> 1 & x >> 2 & x >> 3`.
+        for (w, &x) in opened.iter().enumerate() {
+            let mut full = x & (x >> 1) & (x >> 2) & (x >> 3) & 0x1111_1111_1111_1111;
+            while full != 0 {
+                set_bit(present, w * 16 + full.trailing_zeros() as usize / 4);
+                full &= full - 1;
+            }
         }
         // Where present patterns with a prefix set may begin (most texts have
         // none of them).
@@ -1331,7 +1326,7 @@ mod tests {
     #[test]
     fn literal_gate_is_exact() {
         let set = PatternSet::compile(PatternSet::builtin_sources()).expect("rules compile");
-        let gated = set.need.iter().filter(|&&n| n > 0).count();
+        let gated = (0..set.patterns).filter(|&i| !bit(&set.always, i)).count();
         assert!(
             gated * 5 > set.patterns * 4,
             "only {gated} of {} patterns gated",
