@@ -419,6 +419,10 @@ struct LitInfo {
     /// Literals one of which begins every match (may contain the empty
     /// string, which means no constraint); `None` when unknown or too big.
     prefix: Option<Lits>,
+    /// For an expression that can match the empty string (`x?`, `x*`):
+    /// literals one of which begins every non-empty match, so that a
+    /// concatenation `x? y` can begin with one of them or with `y`.
+    nullable: Option<Lits>,
 }
 
 /// How selective a literal set is as a gate: longer shortest literal first,
@@ -475,6 +479,7 @@ fn lit_info(hir: &regex_syntax::hir::Hir) -> LitInfo {
         exact: None,
         required: Vec::new(),
         prefix: None,
+        nullable: None,
     };
     let exact = |set: Lits| {
         let mut required = Vec::new();
@@ -483,6 +488,7 @@ fn lit_info(hir: &regex_syntax::hir::Hir) -> LitInfo {
             prefix: Some(set.clone()),
             exact: Some(set),
             required,
+            nullable: None,
         }
     };
     match hir.kind() {
@@ -490,6 +496,7 @@ fn lit_info(hir: &regex_syntax::hir::Hir) -> LitInfo {
             exact: Some(vec![Vec::new()]),
             required: Vec::new(),
             prefix: Some(vec![Vec::new()]),
+            nullable: None,
         },
         HirKind::Literal(l) => exact(if literal_left_out(&l.0) {
             Vec::new()
@@ -531,10 +538,15 @@ fn lit_info(hir: &regex_syntax::hir::Hir) -> LitInfo {
         HirKind::Capture(c) => lit_info(&c.sub),
         HirKind::Repetition(r) => {
             if r.min == 0 {
+                // A non-empty match begins with a match of the sub-expression.
+                let nullable = lit_info(&r.sub)
+                    .prefix
+                    .filter(|p| !p.is_empty() && p.iter().all(|l| !l.is_empty()));
                 return LitInfo {
                     exact: (r.max == Some(0)).then(|| vec![Vec::new()]),
                     required: Vec::new(),
                     prefix: Some(vec![Vec::new()]),
+                    nullable,
                 };
             }
             // At least one copy of the sub-expression: what it requires is
@@ -553,6 +565,7 @@ fn lit_info(hir: &regex_syntax::hir::Hir) -> LitInfo {
                                 exact: None,
                                 required,
                                 prefix,
+                                nullable: None,
                             };
                         }
                         acc = cross(&acc, e);
@@ -566,6 +579,7 @@ fn lit_info(hir: &regex_syntax::hir::Hir) -> LitInfo {
                 exact,
                 required,
                 prefix,
+                nullable: None,
             }
         }
         HirKind::Concat(subs) => {
@@ -575,19 +589,24 @@ fn lit_info(hir: &regex_syntax::hir::Hir) -> LitInfo {
             let mut required = Vec::new();
             let mut run: Option<Lits> = Some(vec![Vec::new()]);
             let mut whole_exact = true;
-            // The prefix: exact parts multiply out from the start; the first
-            // part that is not exact (or too big) adds its own prefix and ends it.
-            let mut prefix: Lits = vec![Vec::new()];
+            // The prefix: exact parts multiply out from the start (`open`);
+            // the first part that is not exact (or too big) adds its own
+            // prefix and ends it. An optional part (`x?`) adds the literals
+            // that begin it to those that are complete (`closed`), and the
+            // prefix goes on past it, as if it matched nothing.
+            let mut open: Lits = vec![Vec::new()];
+            let mut closed: Lits = Vec::new();
             let mut prefix_open = true;
             for s in subs {
                 let info = lit_info(s);
                 if prefix_open {
-                    match (&info.exact, &info.prefix) {
-                        (Some(e), _) if prefix.len() * e.len() <= SET_LIMIT => {
-                            prefix = cross(&prefix, e);
-                        }
-                        (_, Some(p)) if prefix.len() * p.len() <= SET_LIMIT => {
-                            prefix = cross(&prefix, p);
+                    let fits = |n: usize| closed.len() + open.len() * n <= SET_LIMIT;
+                    match (&info.exact, &info.nullable, &info.prefix) {
+                        (Some(e), _, _) if fits(e.len()) => open = cross(&open, e),
+                        (None, Some(n), _) if fits(n.len()) => closed.extend(cross(&open, n)),
+                        (None, None, Some(p)) if fits(p.len()) => {
+                            closed.extend(cross(&open, p));
+                            open.clear();
                             prefix_open = false;
                         }
                         _ => prefix_open = false,
@@ -619,10 +638,12 @@ fn lit_info(hir: &regex_syntax::hir::Hir) -> LitInfo {
             if let Some(r) = &run {
                 add_gate(&mut required, r);
             }
+            closed.extend(open);
             LitInfo {
                 exact: if whole_exact { run } else { None },
                 required,
-                prefix: Some(prefix),
+                prefix: Some(normalise_set(closed)),
+                nullable: None,
             }
         }
         HirKind::Alternation(subs) => {
@@ -661,6 +682,7 @@ fn lit_info(hir: &regex_syntax::hir::Hir) -> LitInfo {
                 exact,
                 required,
                 prefix,
+                nullable: None,
             }
         }
     }
@@ -1427,6 +1449,32 @@ mod tests {
             texts > 10_000 && runs > texts / 2,
             "{texts} texts, {runs} matches"
         );
+    }
+
+    /// An optional part (`x?`, `x*`) adds the literals that begin it to the
+    /// prefix set, and the set goes on past it; one whose beginning is
+    /// unknown (`\s*`) ends the set there, as before.
+    #[test]
+    fn prefix_goes_past_optional_parts() {
+        let lits = |v: &[&str]| -> Option<Lits> {
+            Some(normalise_set(
+                v.iter().map(|s| s.as_bytes().to_vec()).collect(),
+            ))
+        };
+        let prefix = |p: &str| literal_sets(p).1;
+        assert_eq!(
+            prefix(r"\b(?:(?:large\s+)?language\s+models?|llms?)\s*:"),
+            lits(&["language", "large", "llm", "llms"])
+        );
+        assert_eq!(
+            prefix(r"(?:the\s+)?user'?s\b"),
+            lits(&["the", "user'", "users"])
+        );
+        assert_eq!(prefix(r"ab(?:cd)?ef"), lits(&["abcd", "abef"]));
+        // `x*` whose beginning is unknown ends the set.
+        assert_eq!(prefix(r"ab\s*cd"), lits(&["ab"]));
+        // Wholly optional: no prefix.
+        assert_eq!(prefix(r"(?:ab)?(?:cd)?"), None);
     }
 
     #[test]
