@@ -538,12 +538,23 @@ fn lit_info(hir: &regex_syntax::hir::Hir) -> LitInfo {
         HirKind::Capture(c) => lit_info(&c.sub),
         HirKind::Repetition(r) => {
             if r.min == 0 {
+                let sub = lit_info(&r.sub);
+                // `x?` is exactly the empty string or `x`, so that `(?:ba|z)?sh`
+                // multiplies out to `bash`, `zsh`, `sh`.
+                let exact = match r.max {
+                    Some(0) => Some(vec![Vec::new()]),
+                    Some(1) => sub
+                        .exact
+                        .filter(|e| e.len() < SET_LIMIT)
+                        .map(|e| normalise_set([e, vec![Vec::new()]].concat())),
+                    _ => None,
+                };
                 // A non-empty match begins with a match of the sub-expression.
-                let nullable = lit_info(&r.sub)
+                let nullable = sub
                     .prefix
                     .filter(|p| !p.is_empty() && p.iter().all(|l| !l.is_empty()));
                 return LitInfo {
-                    exact: (r.max == Some(0)).then(|| vec![Vec::new()]),
+                    exact,
                     required: Vec::new(),
                     prefix: Some(vec![Vec::new()]),
                     nullable,
@@ -1468,9 +1479,10 @@ mod tests {
         );
         assert_eq!(
             prefix(r"(?:the\s+)?user'?s\b"),
-            lits(&["the", "user'", "users"])
+            lits(&["the", "user's", "users"])
         );
-        assert_eq!(prefix(r"ab(?:cd)?ef"), lits(&["abcd", "abef"]));
+        assert_eq!(prefix(r"ab(?:cd)?ef"), lits(&["abcdef", "abef"]));
+        assert_eq!(prefix(r"\b(?:ba|z)?sh\s+<"), lits(&["bash", "sh", "zsh"]));
         // `x*` whose beginning is unknown ends the set.
         assert_eq!(prefix(r"ab\s*cd"), lits(&["ab"]));
         // Wholly optional: no prefix.
