@@ -1489,6 +1489,68 @@ mod tests {
         assert_eq!(prefix(r"(?:ab)?(?:cd)?"), None);
     }
 
+    /// The literal analysis on random patterns: every match begins with a
+    /// literal of the prefix set (when there is one), and contains a literal
+    /// of every gate. The patterns are built from optional parts,
+    /// repetitions, alternations, classes and look-arounds over a small
+    /// alphabet, so that matches and literals meet often.
+    #[test]
+    fn literal_sets_cover_every_match() {
+        use proptest::prelude::*;
+        let leaf = prop_oneof![
+            Just("a".to_string()),
+            Just("b".to_string()),
+            Just("ab".to_string()),
+            Just("cab".to_string()),
+            Just("[ab]".to_string()),
+            Just("[abc]".to_string()),
+            Just(r"\s".to_string()),
+            Just(" ".to_string()),
+            Just(r"\b".to_string()),
+            Just("^".to_string()),
+        ];
+        let pattern = leaf.prop_recursive(4, 24, 3, |inner| {
+            prop_oneof![
+                (inner.clone(), inner.clone()).prop_map(|(a, b)| format!("(?:{a}{b})")),
+                (inner.clone(), inner.clone(), inner.clone())
+                    .prop_map(|(a, b, c)| format!("(?:{a}{b}{c})")),
+                (inner.clone(), inner.clone()).prop_map(|(a, b)| format!("(?:{a}|{b})")),
+                inner.clone().prop_map(|a| format!("(?:{a})?")),
+                inner.clone().prop_map(|a| format!("(?:{a})*")),
+                inner.clone().prop_map(|a| format!("(?:{a})+")),
+                inner.clone().prop_map(|a| format!("(?:{a}){{2}}")),
+                inner.prop_map(|a| format!("(?:{a}){{0,2}}")),
+            ]
+        });
+        proptest!(ProptestConfig::with_cases(2000), |(
+            p in pattern,
+            text in "[abc ]{0,30}",
+        )| {
+            let (gates, prefix) = literal_sets(&p);
+            let re = meta_regex(&p).expect("pattern compiles");
+            let t = text.as_bytes();
+            for i in 0..=t.len() {
+                let Some(m) = re.search(&Input::new(&text).range(i..).anchored(Anchored::Yes)) else {
+                    continue;
+                };
+                if let Some(pre) = &prefix {
+                    prop_assert!(
+                        pre.iter().any(|l| t[i..].starts_with(l)),
+                        "{p:?} matches {:?} at {i}, which begins with none of {pre:?}",
+                        &text[i..m.end()]
+                    );
+                }
+                let found = &t[i..m.end()];
+                for set in &gates {
+                    prop_assert!(
+                        set.iter().any(|l| found.windows(l.len()).any(|w| w == &l[..])),
+                        "{p:?} matches {found:?}, which holds none of {set:?}"
+                    );
+                }
+            }
+        });
+    }
+
     #[test]
     fn required_literals_bound_matches() {
         let l = required_literals(r"\b(?:always|never)\s+run");
