@@ -214,7 +214,7 @@ impl PatternRule {
             .filter_map(|(k, r)| {
                 let i = self.first + k;
                 match starts {
-                    Some((starts, prefixed)) if prefixed[i] => {
+                    Some((starts, prefixed)) if bit(prefixed, i) => {
                         let i = i as u32;
                         let from = starts.partition_point(|&(p, _)| p < i);
                         starts[from..]
@@ -240,8 +240,9 @@ impl PatternRule {
 }
 
 /// From [`PatternSet::scan`]: `(pattern, offset)` pairs where a present
-/// pattern may begin (sorted), and which patterns have a prefix set.
-type Starts<'a> = (&'a [(u32, u32)], &'a [bool]);
+/// pattern may begin (sorted), and which patterns have a prefix set (a bit
+/// set).
+type Starts<'a> = (&'a [(u32, u32)], &'a [u64]);
 
 /// A failed rule test case.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -273,15 +274,11 @@ pub struct PatternSet {
     /// can match once its four bits are set (patterns without gates always
     /// can). This is `opened` before any literal is seen.
     closed: Vec<u64>,
-    /// The patterns without gates, as a bit set.
-    always: Vec<u64>,
     /// Number of patterns of all rules.
     patterns: usize,
-    /// Per pattern: every match begins with one of its literals in the
-    /// automaton (see [`prefix_literals`]).
-    prefixed: Vec<bool>,
-    /// `prefixed` as a bit set.
-    prefixed_bits: Vec<u64>,
+    /// The patterns every match of which begins with one of their literals
+    /// in the automaton (see [`literal_sets`]), as a bit set.
+    prefixed: Vec<u64>,
     /// The rule of each pattern.
     pattern_rule: Vec<u32>,
     /// One-byte literals are not in the automata (they would end a literal
@@ -369,6 +366,19 @@ fn gate_masks(gates: &[u32], gate_bit: &[u32]) -> Vec<(u32, u64)> {
         }
     }
     out
+}
+
+/// Marks in `present` each pattern whose four bits of `opened` are set
+/// (see [`PatternSet`]'s `closed`): bit 0 of each nibble of
+/// `x & x >> 1 & x >> 2 & x >> 3`.
+fn mark_present(opened: &[u64], present: &mut [u64]) {
+    for (w, &x) in opened.iter().enumerate() {
+        let mut full = x & (x >> 1) & (x >> 2) & (x >> 3) & 0x1111_1111_1111_1111;
+        while full != 0 {
+            set_bit(present, w * 16 + full.trailing_zeros() as usize / 4);
+            full &= full - 1;
+        }
+    }
 }
 
 /// Scratch space of [`PatternSet::matches`], kept between calls.
@@ -886,7 +896,7 @@ impl PatternSet {
         let mut lit_index: std::collections::HashMap<Vec<u8>, usize> = Default::default();
         // Literal -> (the gates it opens, the patterns it begins).
         let mut lits: Vec<(Vec<u8>, Vec<u32>, Vec<u32>)> = Vec::new();
-        let mut prefixed = Vec::new();
+        let mut has_prefix = Vec::new();
         let mut pattern_rule = Vec::new();
         // The bit of each gate in the `opened` bit set (see `closed`).
         let mut gate_bit: Vec<u32> = Vec::new();
@@ -938,7 +948,7 @@ impl PatternSet {
                         lits[i].1.push(gate);
                     }
                 }
-                prefixed.push(prefix.is_some());
+                has_prefix.push(prefix.is_some());
                 for lit in prefix.into_iter().flatten() {
                     let i = *lit_index.entry(lit.clone()).or_insert_with(|| {
                         lits.push((lit, Vec::new(), Vec::new()));
@@ -996,20 +1006,16 @@ impl PatternSet {
                 file: name,
             });
         }
-        let mut always = vec![0u64; patterns.div_ceil(64)];
         let mut closed = vec![0u64; (4 * patterns).div_ceil(64)];
         for (i, &n) in need.iter().enumerate() {
-            if n == 0 {
-                set_bit(&mut always, i);
-            }
             for j in usize::from(n)..4 {
                 set_bit(&mut closed, 4 * i + j);
             }
         }
-        let mut prefixed_bits = vec![0u64; patterns.div_ceil(64)];
-        for (i, &p) in prefixed.iter().enumerate() {
+        let mut prefixed = vec![0u64; patterns.div_ceil(64)];
+        for (i, &p) in has_prefix.iter().enumerate() {
             if p {
-                set_bit(&mut prefixed_bits, i);
+                set_bit(&mut prefixed, i);
             }
         }
         // One-byte literals (ASCII, never a prefix: those have two bytes or
@@ -1035,10 +1041,8 @@ impl PatternSet {
             full,
             ascii,
             closed,
-            always,
             patterns,
             prefixed,
-            prefixed_bits,
             pattern_rule,
             byte_marks,
             byte_gates,
@@ -1095,7 +1099,7 @@ impl PatternSet {
             }
             return false;
         }
-        sc.present.extend_from_slice(&self.always);
+        sc.present.resize(pw, 0);
         sc.hits.clear();
         let pre = if ascii { &self.ascii } else { &self.full };
         let marks = &self.byte_marks;
@@ -1113,6 +1117,8 @@ impl PatternSet {
             None => marked = pre.dfa.scan_and_mark(text.as_bytes(), &mut sc.hits, marks),
         }
         if sc.hits.is_empty() && marked == 0 {
+            // Only the patterns without gates.
+            mark_present(&self.closed, &mut sc.present);
             return true;
         }
         let Scratch {
@@ -1137,22 +1143,10 @@ impl PatternSet {
             open(&self.byte_gates[marked.trailing_zeros() as usize]);
             marked &= marked - 1;
         }
-        // A pattern is present when its four bits are set: bit 0 of each
-        // nibble of `x & x >> 1 & x >> 2 & x >> 3`.
-        for (w, &x) in opened.iter().enumerate() {
-            let mut full = x & (x >> 1) & (x >> 2) & (x >> 3) & 0x1111_1111_1111_1111;
-            while full != 0 {
-                set_bit(present, w * 16 + full.trailing_zeros() as usize / 4);
-                full &= full - 1;
-            }
-        }
+        mark_present(opened, present);
         // Where present patterns with a prefix set may begin (most texts have
         // none of them).
-        if present
-            .iter()
-            .zip(&self.prefixed_bits)
-            .all(|(p, q)| p & q == 0)
-        {
+        if present.iter().zip(&self.prefixed).all(|(p, q)| p & q == 0) {
             return true;
         }
         for &(end, m) in hits.iter() {
@@ -1359,7 +1353,10 @@ mod tests {
     #[test]
     fn literal_gate_is_exact() {
         let set = PatternSet::compile(PatternSet::builtin_sources()).expect("rules compile");
-        let gated = (0..set.patterns).filter(|&i| !bit(&set.always, i)).count();
+        // A pattern without gates has its four bits set from the start.
+        let gated = (0..set.patterns)
+            .filter(|&i| (set.closed[i / 16] >> (4 * (i % 16))) & 0xf != 0xf)
+            .count();
         assert!(
             gated * 5 > set.patterns * 4,
             "only {gated} of {} patterns gated",
@@ -1402,7 +1399,7 @@ mod tests {
     fn anchored_search_is_exact_on_real_servers() {
         use crate::manifest::load::{load_all, LoadOptions};
         let set = PatternSet::compile(PatternSet::builtin_sources()).expect("rules compile");
-        let anchored = set.prefixed.iter().filter(|&&p| p).count();
+        let anchored: usize = set.prefixed.iter().map(|w| w.count_ones() as usize).sum();
         assert!(
             anchored * 20 > set.patterns * 17,
             "only {anchored} of {} patterns anchored",
@@ -1497,18 +1494,10 @@ mod tests {
     #[test]
     fn literal_sets_cover_every_match() {
         use proptest::prelude::*;
-        let leaf = prop_oneof![
-            Just("a".to_string()),
-            Just("b".to_string()),
-            Just("ab".to_string()),
-            Just("cab".to_string()),
-            Just("[ab]".to_string()),
-            Just("[abc]".to_string()),
-            Just(r"\s".to_string()),
-            Just(" ".to_string()),
-            Just(r"\b".to_string()),
-            Just("^".to_string()),
-        ];
+        let leaf = proptest::sample::select(vec![
+            "a", "b", "ab", "cab", "[ab]", "[abc]", r"\s", " ", r"\b", "^",
+        ])
+        .prop_map(str::to_string);
         let pattern = leaf.prop_recursive(4, 24, 3, |inner| {
             prop_oneof![
                 (inner.clone(), inner.clone()).prop_map(|(a, b)| format!("(?:{a}{b})")),
