@@ -279,6 +279,11 @@ pub struct PatternSet {
     /// The patterns every match of which begins with one of their literals
     /// in the automaton (see [`literal_sets`]), as a bit set.
     prefixed: Vec<u64>,
+    /// The patterns every match of which begins at an ASCII word boundary
+    /// (`\b`, see [`begins_at_boundary`]), as a bit set: a prefix literal
+    /// that begins with a word byte right after another word byte (`on` in
+    /// `json`) cannot begin their match, and is not tried.
+    bounded: Vec<u64>,
     /// The rule of each pattern.
     pattern_rule: Vec<u32>,
     /// One-byte literals are not in the automata (they would end a literal
@@ -838,6 +843,33 @@ fn meta_regex(p: &str) -> Result<meta::Regex, regex::Error> {
     }
 }
 
+/// True if every match of `pattern` (as compiled by [`regex`]) begins where
+/// its `(?-u:\b)` holds: the pattern begins with `\b` (after other
+/// look-arounds), in each of its alternatives. False when unsure.
+fn begins_at_boundary(pattern: &str) -> bool {
+    use regex_syntax::hir::{Hir, HirKind, Look};
+    fn begins(hir: &Hir) -> bool {
+        match hir.kind() {
+            HirKind::Look(Look::WordAscii) => true,
+            HirKind::Capture(c) => begins(&c.sub),
+            // A match of `x+` begins with a match of `x`.
+            HirKind::Repetition(r) => r.min > 0 && begins(&r.sub),
+            HirKind::Alternation(alts) => alts.iter().all(begins),
+            // Look-arounds match no text: the next part begins there too.
+            HirKind::Concat(subs) => subs
+                .iter()
+                .find(|s| !matches!(s.kind(), HirKind::Look(l) if *l != Look::WordAscii))
+                .is_some_and(begins),
+            _ => false,
+        }
+    }
+    regex_syntax::ParserBuilder::new()
+        .case_insensitive(true)
+        .build()
+        .parse(&ascii_boundaries(pattern))
+        .is_ok_and(|h| begins(&h))
+}
+
 /// Rewrites `\b` (not `\\b`) to `(?-u:\b)`.
 fn ascii_boundaries(p: &str) -> String {
     let mut out = String::with_capacity(p.len() + 16);
@@ -897,6 +929,7 @@ impl PatternSet {
         // Literal -> (the gates it opens, the patterns it begins).
         let mut lits: Vec<(Vec<u8>, Vec<u32>, Vec<u32>)> = Vec::new();
         let mut has_prefix = Vec::new();
+        let mut has_boundary = Vec::new();
         let mut pattern_rule = Vec::new();
         // The bit of each gate in the `opened` bit set (see `closed`).
         let mut gate_bit: Vec<u32> = Vec::new();
@@ -949,6 +982,7 @@ impl PatternSet {
                     }
                 }
                 has_prefix.push(prefix.is_some());
+                has_boundary.push(begins_at_boundary(p.get_ref()));
                 for lit in prefix.into_iter().flatten() {
                     let i = *lit_index.entry(lit.clone()).or_insert_with(|| {
                         lits.push((lit, Vec::new(), Vec::new()));
@@ -1012,12 +1046,15 @@ impl PatternSet {
                 set_bit(&mut closed, 4 * i + j);
             }
         }
-        let mut prefixed = vec![0u64; patterns.div_ceil(64)];
-        for (i, &p) in has_prefix.iter().enumerate() {
-            if p {
-                set_bit(&mut prefixed, i);
+        let bits = |flags: &[bool]| {
+            let mut set = vec![0u64; patterns.div_ceil(64)];
+            for (i, _) in flags.iter().enumerate().filter(|(_, &f)| f) {
+                set_bit(&mut set, i);
             }
-        }
+            set
+        };
+        let prefixed = bits(&has_prefix);
+        let bounded = bits(&has_boundary);
         // One-byte literals (ASCII, never a prefix: those have two bytes or
         // more) are marked by the scan rather than found by the automata;
         // beyond 64 of them, the rest stay in the automata.
@@ -1043,6 +1080,7 @@ impl PatternSet {
             closed,
             patterns,
             prefixed,
+            bounded,
             pattern_rule,
             byte_marks,
             byte_gates,
@@ -1149,10 +1187,15 @@ impl PatternSet {
         if present.iter().zip(&self.prefixed).all(|(p, q)| p & q == 0) {
             return true;
         }
+        let bytes = text.as_bytes();
+        let word = |i: usize| bytes[i].is_ascii_alphanumeric() || bytes[i] == b'_';
         for &(end, m) in hits.iter() {
             for &(p, len) in pre.prefixes(m as usize) {
-                if bit(present, p as usize) {
-                    starts.push((p, end - len));
+                let at = end - len;
+                // No `\b` between two word bytes.
+                let inside_word = || at > 0 && word(at as usize) && word(at as usize - 1);
+                if bit(present, p as usize) && !(bit(&self.bounded, p as usize) && inside_word()) {
+                    starts.push((p, at));
                 }
             }
         }
@@ -1486,9 +1529,27 @@ mod tests {
         assert_eq!(prefix(r"(?:ab)?(?:cd)?"), None);
     }
 
+    /// Which patterns begin at a word boundary: every alternative must, and
+    /// other look-arounds before the `\b` are passed over.
+    #[test]
+    fn boundary_led_patterns() {
+        assert!(begins_at_boundary(r"\bon\s+the\b"));
+        assert!(begins_at_boundary(r"(?m)^\b(?:a|\bb)+"));
+        assert!(begins_at_boundary(r"(?:\bab|\bcd)ef"));
+        assert!(!begins_at_boundary(r"\bab|cd"));
+        assert!(!begins_at_boundary(r"(?:\bab)?cd"));
+        assert!(!begins_at_boundary(r"\Bab"));
+        assert!(!begins_at_boundary(r"a\b"));
+        // Most built-in patterns do.
+        let set = PatternSet::compile(PatternSet::builtin_sources()).expect("rules compile");
+        let n: u32 = set.bounded.iter().map(|w| w.count_ones()).sum();
+        assert!(n as usize * 2 > set.patterns, "{n} of {}", set.patterns);
+    }
+
     /// The literal analysis on random patterns: every match begins with a
     /// literal of the prefix set (when there is one), and contains a literal
-    /// of every gate. The patterns are built from optional parts,
+    /// of every gate; and a pattern found to begin at a word boundary
+    /// ([`begins_at_boundary`]) matches nowhere else. The patterns are built from optional parts,
     /// repetitions, alternations, classes and look-arounds over a small
     /// alphabet, so that matches and literals meet often.
     #[test]
@@ -1516,12 +1577,18 @@ mod tests {
             text in "[abc ]{0,30}",
         )| {
             let (gates, prefix) = literal_sets(&p);
+            let bounded = begins_at_boundary(&p);
             let re = meta_regex(&p).expect("pattern compiles");
             let t = text.as_bytes();
+            let word = |i: usize| t.get(i).is_some_and(|b| b.is_ascii_alphanumeric());
             for i in 0..=t.len() {
                 let Some(m) = re.search(&Input::new(&text).range(i..).anchored(Anchored::Yes)) else {
                     continue;
                 };
+                prop_assert!(
+                    !bounded || i == 0 || word(i - 1) != word(i),
+                    "{p:?} matches at {i} of {text:?}, inside a word"
+                );
                 if let Some(pre) = &prefix {
                     prop_assert!(
                         pre.iter().any(|l| t[i..].starts_with(l)),
