@@ -230,14 +230,11 @@ impl Tool {
         if doc.kind(schema) != Kind::Object {
             return Vec::new();
         }
-        let required: Vec<String> = doc
+        // Borrowed: several rules ask for every tool's parameters.
+        let required: Vec<std::borrow::Cow<'_, str>> = doc
             .get(schema, "required")
             .filter(|&r| doc.kind(r) == Kind::Array)
-            .map(|r| {
-                doc.children(r)
-                    .filter_map(|n| doc.str(n).map(|s| s.into_owned()))
-                    .collect()
-            })
+            .map(|r| doc.children(r).filter_map(|n| doc.str(n)).collect())
             .unwrap_or_default();
         let Some(props) = doc.get(schema, "properties") else {
             return Vec::new();
@@ -249,9 +246,7 @@ impl Tool {
             .map(|(k, v)| Param {
                 key: k,
                 schema: v,
-                required: doc
-                    .str(k)
-                    .is_some_and(|name| required.iter().any(|r| *r == name)),
+                required: doc.str(k).is_some_and(|name| required.contains(&name)),
             })
             .collect()
     }

@@ -247,13 +247,18 @@ pub fn blobs_with_runs(text: &str, b64_run: usize, hex_run: usize) -> Vec<Blob> 
     if b64_run < B64_MIN && hex_run < 2 * HEX_MIN {
         return out;
     }
-    let mut buf = Vec::new();
+    // One buffer a thread for the decoded bytes: most fields with a long
+    // enough run have one to try, and a fresh buffer cost an allocation each.
+    thread_local! {
+        static BUF: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+    }
+    let mut buf = BUF.with(|b| b.take());
     // (Checked before the loop: `take_while` would scan the text for a first
     // run before looking at the condition.)
     let b64_runs = base64_runs(text, B64_MIN).take(if b64_run >= B64_MIN { usize::MAX } else { 0 });
     for (start, end) in b64_runs {
         if out.len() >= MAX_BLOBS {
-            return out;
+            break;
         }
         if end - start > MAX_BLOB {
             continue;
@@ -270,6 +275,7 @@ pub fn blobs_with_runs(text: &str, b64_run: usize, hex_run: usize) -> Vec<Blob> 
             });
         }
     }
+    BUF.with(|b| b.replace(buf));
     let hex = hex_runs(text, HEX_MIN).take(if hex_run >= 2 * HEX_MIN {
         usize::MAX
     } else {

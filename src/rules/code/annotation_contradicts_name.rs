@@ -38,9 +38,13 @@ impl Rule for AnnotationContradictsName {
     fn check_tool(&self, scope: &Scope<'_>, tool: &Tool, out: &mut Sink) {
         let doc = scope.doc;
         let Some(ann) = tool.annotations else { return };
-        let lower = tool.name.to_ascii_lowercase();
-        let words: Vec<&str> = lower.split(|c: char| !c.is_ascii_alphanumeric()).collect();
-        let Some(verb) = words.iter().find(|w| DESTRUCTIVE.contains(w)) else {
+        // The name's words, compared without lower-casing a copy (this runs
+        // for every tool with annotations).
+        let Some(verb) = tool
+            .name
+            .split(|c: char| !c.is_ascii_alphanumeric())
+            .find_map(|w| DESTRUCTIVE.iter().find(|d| d.eq_ignore_ascii_case(w)))
+        else {
             return;
         };
         for (key, bad) in [("readOnlyHint", true), ("destructiveHint", false)] {

@@ -81,6 +81,42 @@ pub(super) fn names_collected_data(words: &[String]) -> bool {
     words.iter().any(|w| COLLECTING.contains(&w.as_str()))
 }
 
+/// [`names_collected_data`] of [`words`]`(name)`, without allocating for an
+/// ASCII name (the rule asks it of every parameter without a description,
+/// thousands a run).
+pub(super) fn name_collects_data(name: &str) -> bool {
+    if !name.is_ascii() {
+        return names_collected_data(&words(name));
+    }
+    let collecting = |w: &[u8]| {
+        COLLECTING
+            .iter()
+            .any(|c| c.as_bytes().eq_ignore_ascii_case(w))
+    };
+    // The same splitting as `words`, over slices.
+    let b = name.as_bytes();
+    let mut start = 0;
+    let mut prev_lower = false;
+    for (i, &c) in b.iter().enumerate() {
+        if !c.is_ascii_alphanumeric() {
+            if collecting(&b[start..i]) {
+                return true;
+            }
+            start = i + 1;
+            prev_lower = false;
+            continue;
+        }
+        if c.is_ascii_uppercase() && prev_lower && start < i {
+            if collecting(&b[start..i]) {
+                return true;
+            }
+            start = i;
+        }
+        prev_lower = c.is_ascii_lowercase();
+    }
+    collecting(&b[start..])
+}
+
 /// Splits a parameter name into lower-case words (snake_case, kebab-case, camelCase).
 pub(super) fn words(s: &str) -> Vec<String> {
     // Split snake_case, kebab-case and camelCase.
@@ -129,10 +165,10 @@ impl Rule for UndocumentedParameter {
             if has_desc {
                 continue;
             }
-            let ws = words(&name);
-            if !names_collected_data(&ws) {
+            if !name_collects_data(&name) {
                 continue;
             }
+            let ws = words(&name);
             let desc = desc.get_or_insert_with(|| tool.description_text(doc).to_lowercase());
             let mentioned = desc.contains(&name.to_lowercase())
                 || (!ws.is_empty() && ws.iter().all(|w| desc.contains(w.as_str())));
@@ -173,5 +209,43 @@ impl Rule for UndocumentedParameter {
                 Severity::Low
             };
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// The allocation-free check agrees with splitting the name into words.
+    #[test]
+    fn name_check_agrees_with_words() {
+        for n in [
+            "conversation_history",
+            "chatHistory",
+            "HTTPContext",
+            "xContext",
+            "contextual",
+            "user-notes",
+            "a__b",
+            "",
+            "_",
+            "previous2",
+            "sysPrompt",
+            "SYSTEM",
+            "историяChat",
+        ] {
+            assert_eq!(
+                name_collects_data(n),
+                names_collected_data(&words(n)),
+                "{n}"
+            );
+        }
+        proptest!(ProptestConfig::with_cases(2000), |(
+            parts in proptest::collection::vec("(chat|Chat|CHAT|context|Context|log|Logs|x|X|2|_|-| |é)", 0..6),
+        )| {
+            let n = parts.concat();
+            prop_assert_eq!(name_collects_data(&n), names_collected_data(&words(&n)), "{}", n);
+        });
     }
 }
