@@ -741,27 +741,30 @@ fn literal_left_out(lit: &[u8]) -> bool {
     }
 }
 
-/// Both literal sets of `pattern` from one parse (compiling a rule file
-/// needs both for every pattern): the required sets (`required_literals`), and the prefix
-/// literals, one of which begins every match of `pattern` (as compiled by
-/// [`regex`]) in text without [`left_out`] characters, each at least two
-/// bytes long (so the automaton of [`PatternSet::scan`] can find them);
-/// `None` when the pattern has no such set: it is then searched for over
-/// the whole text.
-fn literal_sets(pattern: &str) -> (Vec<Lits>, Option<Lits>) {
-    let Ok(hir) = regex_syntax::ParserBuilder::new()
+/// `pattern` parsed as [`regex`] compiles it (case-insensitive, ASCII
+/// `\b`), for the analyses of [`PatternSet::compile`]; `None` if it does not
+/// parse (compiling it then reports the error).
+fn parse(pattern: &str) -> Option<regex_syntax::hir::Hir> {
+    regex_syntax::ParserBuilder::new()
         .case_insensitive(true)
         .build()
         .parse(&ascii_boundaries(pattern))
-    else {
-        return (Vec::new(), None);
-    };
-    let info = lit_info(&hir);
+        .ok()
+}
+
+/// Both literal sets of a pattern (as [`parse`]d): the required sets
+/// (`required_literals`), and the prefix literals, one of which begins every
+/// match of the pattern in text without [`left_out`] characters, each at
+/// least two bytes long (so the automaton of [`PatternSet::scan`] can find
+/// them); `None` when the pattern has no such set: it is then searched for
+/// over the whole text.
+fn literal_sets(hir: &regex_syntax::hir::Hir) -> (Vec<Lits>, Option<Lits>) {
+    let info = lit_info(hir);
     let mut gates = info.required;
     // A two-byte literal (`to`, `in`, `is`) occurs in most text: beyond the
     // best gate, such a gate costs more automaton matches than it saves
-    // regex runs. Single bytes are cheap: the automaton reports them, but
-    // each state's gates are opened once per text.
+    // regex runs. Single bytes are cheap: the scan marks them, and their
+    // gates are opened once per text.
     let mut first = true;
     gates.retain(|set| {
         let keep = first || set.iter().all(|l| l.len() == 1 || l.len() >= 3);
@@ -779,7 +782,9 @@ fn literal_sets(pattern: &str) -> (Vec<Lits>, Option<Lits>) {
 /// has no match.
 #[cfg(test)]
 fn required_literals(pattern: &str) -> Vec<Lits> {
-    literal_sets(pattern).0
+    parse(pattern)
+        .map(|h| literal_sets(&h).0)
+        .unwrap_or_default()
 }
 
 fn glob_set(
@@ -843,31 +848,24 @@ fn meta_regex(p: &str) -> Result<meta::Regex, regex::Error> {
     }
 }
 
-/// True if every match of `pattern` (as compiled by [`regex`]) begins where
-/// its `(?-u:\b)` holds: the pattern begins with `\b` (after other
+/// True if every match of a pattern (as [`parse`]d) begins where its
+/// `(?-u:\b)` holds: the pattern begins with `\b` (after other
 /// look-arounds), in each of its alternatives. False when unsure.
-fn begins_at_boundary(pattern: &str) -> bool {
-    use regex_syntax::hir::{Hir, HirKind, Look};
-    fn begins(hir: &Hir) -> bool {
-        match hir.kind() {
-            HirKind::Look(Look::WordAscii) => true,
-            HirKind::Capture(c) => begins(&c.sub),
-            // A match of `x+` begins with a match of `x`.
-            HirKind::Repetition(r) => r.min > 0 && begins(&r.sub),
-            HirKind::Alternation(alts) => alts.iter().all(begins),
-            // Look-arounds match no text: the next part begins there too.
-            HirKind::Concat(subs) => subs
-                .iter()
-                .find(|s| !matches!(s.kind(), HirKind::Look(l) if *l != Look::WordAscii))
-                .is_some_and(begins),
-            _ => false,
-        }
+fn begins_at_boundary(hir: &regex_syntax::hir::Hir) -> bool {
+    use regex_syntax::hir::{HirKind, Look};
+    match hir.kind() {
+        HirKind::Look(Look::WordAscii) => true,
+        HirKind::Capture(c) => begins_at_boundary(&c.sub),
+        // A match of `x+` begins with a match of `x`.
+        HirKind::Repetition(r) => r.min > 0 && begins_at_boundary(&r.sub),
+        HirKind::Alternation(alts) => alts.iter().all(begins_at_boundary),
+        // Look-arounds match no text: the next part begins there too.
+        HirKind::Concat(subs) => subs
+            .iter()
+            .find(|s| !matches!(s.kind(), HirKind::Look(l) if *l != Look::WordAscii))
+            .is_some_and(begins_at_boundary),
+        _ => false,
     }
-    regex_syntax::ParserBuilder::new()
-        .case_insensitive(true)
-        .build()
-        .parse(&ascii_boundaries(pattern))
-        .is_ok_and(|h| begins(&h))
 }
 
 /// Rewrites `\b` (not `\\b`) to `(?-u:\b)`.
@@ -968,7 +966,9 @@ impl PatternSet {
             let mut regexes = Vec::new();
             let first = patterns;
             for p in &f.patterns {
-                let (gates, prefix) = literal_sets(p.get_ref());
+                // One parse for both analyses.
+                let hir = parse(p.get_ref());
+                let (gates, prefix) = hir.as_ref().map(literal_sets).unwrap_or_default();
                 need.push(gates.len() as u8);
                 for (j, set) in gates.into_iter().enumerate() {
                     let gate = gate_bit.len() as u32;
@@ -982,7 +982,7 @@ impl PatternSet {
                     }
                 }
                 has_prefix.push(prefix.is_some());
-                has_boundary.push(begins_at_boundary(p.get_ref()));
+                has_boundary.push(hir.as_ref().is_some_and(begins_at_boundary));
                 for lit in prefix.into_iter().flatten() {
                     let i = *lit_index.entry(lit.clone()).or_insert_with(|| {
                         lits.push((lit, Vec::new(), Vec::new()));
@@ -1512,7 +1512,7 @@ mod tests {
                 v.iter().map(|s| s.as_bytes().to_vec()).collect(),
             ))
         };
-        let prefix = |p: &str| literal_sets(p).1;
+        let prefix = |p: &str| literal_sets(&parse(p).expect("parses")).1;
         assert_eq!(
             prefix(r"\b(?:(?:large\s+)?language\s+models?|llms?)\s*:"),
             lits(&["language", "large", "llm", "llms"])
@@ -1533,6 +1533,7 @@ mod tests {
     /// other look-arounds before the `\b` are passed over.
     #[test]
     fn boundary_led_patterns() {
+        let begins_at_boundary = |p: &str| begins_at_boundary(&parse(p).expect("parses"));
         assert!(begins_at_boundary(r"\bon\s+the\b"));
         assert!(begins_at_boundary(r"(?m)^\b(?:a|\bb)+"));
         assert!(begins_at_boundary(r"(?:\bab|\bcd)ef"));
@@ -1576,8 +1577,9 @@ mod tests {
             p in pattern,
             text in "[abc ]{0,30}",
         )| {
-            let (gates, prefix) = literal_sets(&p);
-            let bounded = begins_at_boundary(&p);
+            let hir = parse(&p).expect("pattern parses");
+            let (gates, prefix) = literal_sets(&hir);
+            let bounded = begins_at_boundary(&hir);
             let re = meta_regex(&p).expect("pattern compiles");
             let t = text.as_bytes();
             let word = |i: usize| t.get(i).is_some_and(|b| b.is_ascii_alphanumeric());
