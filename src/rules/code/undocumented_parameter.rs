@@ -81,66 +81,60 @@ pub(super) fn names_collected_data(words: &[String]) -> bool {
     words.iter().any(|w| COLLECTING.contains(&w.as_str()))
 }
 
-/// [`names_collected_data`] of [`words`]`(name)`, without allocating for an
-/// ASCII name (the rule asks it of every parameter without a description,
-/// thousands a run).
+/// [`names_collected_data`] of [`words`]`(name)`, without allocating (the
+/// rule asks it of every parameter without a description, thousands a run).
 pub(super) fn name_collects_data(name: &str) -> bool {
-    if !name.is_ascii() {
-        return names_collected_data(&words(name));
-    }
-    let collecting = |w: &[u8]| {
-        COLLECTING
-            .iter()
-            .any(|c| c.as_bytes().eq_ignore_ascii_case(w))
-    };
-    // The same splitting as `words`, over slices.
-    let b = name.as_bytes();
-    let mut start = 0;
-    let mut prev_lower = false;
-    for (i, &c) in b.iter().enumerate() {
-        if !c.is_ascii_alphanumeric() {
-            if collecting(&b[start..i]) {
-                return true;
+    any_word(name, |w| {
+        COLLECTING.iter().any(|c| {
+            if w.is_ascii() {
+                c.eq_ignore_ascii_case(w)
+            } else {
+                lower(w).eq(c.chars())
             }
-            start = i + 1;
-            prev_lower = false;
-            continue;
-        }
-        if c.is_ascii_uppercase() && prev_lower && start < i {
-            if collecting(&b[start..i]) {
-                return true;
-            }
-            start = i;
-        }
-        prev_lower = c.is_ascii_lowercase();
-    }
-    collecting(&b[start..])
+        })
+    })
 }
 
 /// Splits a parameter name into lower-case words (snake_case, kebab-case, camelCase).
 pub(super) fn words(s: &str) -> Vec<String> {
-    // Split snake_case, kebab-case and camelCase.
     let mut out = Vec::new();
-    let mut cur = String::new();
+    any_word(s, |w| {
+        out.push(lower(w).collect());
+        false
+    });
+    out
+}
+
+/// A word lower-cased, a character at a time.
+fn lower(w: &str) -> impl Iterator<Item = char> + '_ {
+    w.chars().flat_map(char::to_lowercase)
+}
+
+/// Calls `f` with each word of a parameter name in order, as a slice of it
+/// (split at other characters than letters and digits, and where an upper
+/// case letter follows a lower case one), until `f` returns true; returns
+/// whether it did.
+fn any_word<'a>(s: &'a str, mut f: impl FnMut(&'a str) -> bool) -> bool {
+    let mut start = 0;
     let mut prev_lower = false;
-    for c in s.chars() {
+    for (i, c) in s.char_indices() {
         if !c.is_alphanumeric() {
-            if !cur.is_empty() {
-                out.push(std::mem::take(&mut cur));
+            if start < i && f(&s[start..i]) {
+                return true;
             }
+            start = i + c.len_utf8();
             prev_lower = false;
             continue;
         }
-        if c.is_uppercase() && prev_lower && !cur.is_empty() {
-            out.push(std::mem::take(&mut cur));
+        if c.is_uppercase() && prev_lower && start < i {
+            if f(&s[start..i]) {
+                return true;
+            }
+            start = i;
         }
         prev_lower = c.is_lowercase();
-        cur.extend(c.to_lowercase());
     }
-    if !cur.is_empty() {
-        out.push(cur);
-    }
-    out
+    start < s.len() && f(&s[start..])
 }
 
 impl Rule for UndocumentedParameter {
