@@ -934,10 +934,27 @@ pub fn line_col(text: &str, offset: usize) -> (usize, usize) {
         offset -= 1;
     }
     let before = &text[..offset];
-    let line = before.bytes().filter(|&b| b == b'\n').count() + 1;
+    let line = count_newlines(before.as_bytes()) + 1;
     let line_start = before.rfind('\n').map_or(0, |i| i + 1);
     let col = text[line_start..offset].chars().count() + 1;
     (line, col)
+}
+
+/// The number of `\n` bytes in `bytes`.
+///
+/// Findings' line numbers count the line breaks before them, over much of a
+/// file. Written as 32-byte blocks whose matches are summed in a byte, so the
+/// compiler turns each block into a few vector instructions; the plain
+/// `filter(..).count()` compiled to two bytes a step and was a tenth of the
+/// rule engine's time.
+pub fn count_newlines(bytes: &[u8]) -> usize {
+    let mut blocks = bytes.chunks_exact(32);
+    let mut n = 0;
+    for block in &mut blocks {
+        // At most 32 per block: fits the byte.
+        n += usize::from(block.iter().map(|&b| u8::from(b == b'\n')).sum::<u8>());
+    }
+    n + blocks.remainder().iter().filter(|&&b| b == b'\n').count()
 }
 
 fn push_pointer_token(out: &mut String, key: &str) {
@@ -1584,6 +1601,23 @@ mod tests {
 
     fn parse(s: &str) -> Result<Document, ParseError> {
         Document::parse(s.as_bytes().to_vec(), &ParseOptions::default())
+    }
+
+    #[test]
+    fn counts_newlines_in_blocks_and_tail() {
+        // Every length around the 32-byte blocks, newlines at varied places,
+        // and whole blocks of newlines (the per-block byte sum at its maximum).
+        for len in 0..200 {
+            for step in [1, 2, 3, 7, 31, 32, 33] {
+                let bytes: Vec<u8> = (0..len)
+                    .map(|i| if i % step == 0 { b'\n' } else { b'a' })
+                    .collect();
+                let want = bytes.iter().filter(|&&b| b == b'\n').count();
+                assert_eq!(count_newlines(&bytes), want, "len {len} step {step}");
+            }
+        }
+        assert_eq!(count_newlines(&[b'\n'; 1000]), 1000);
+        assert_eq!(count_newlines("é\n\u{2028}\r\n".as_bytes()), 2);
     }
 
     #[test]

@@ -179,7 +179,7 @@ impl Lines {
         let (line, start) = if offset >= at {
             let skipped = &bytes[at..offset];
             self.moved += skipped.len();
-            let breaks = skipped.iter().filter(|&&b| b == b'\n').count();
+            let breaks = crate::manifest::json::count_newlines(skipped);
             match skipped.iter().rposition(|&b| b == b'\n') {
                 Some(i) => (line + breaks, at + i + 1),
                 None => (line, start),
@@ -187,7 +187,7 @@ impl Lines {
         } else {
             let skipped = &bytes[offset..at];
             self.moved += skipped.len();
-            let breaks = skipped.iter().filter(|&&b| b == b'\n').count();
+            let breaks = crate::manifest::json::count_newlines(skipped);
             if breaks == 0 {
                 (line, start)
             } else {
