@@ -650,6 +650,9 @@ fn heldout_attacks_get_medium_or_high_and_benign_tools_do_not() {
     check_heldout("heldout-3.json");
     check_heldout("heldout-4.json");
     check_heldout("heldout-6.json");
+    // `heldout-7.json` (32 bad, 15 ok): written in the eighth session blind
+    // to the rules, measured (27 caught, 0 ok flagged), then tuned on.
+    check_heldout("heldout-7.json");
     // Written after the last tuning round and never tuned on (25 bad, 15
     // ok): 9 caught, the 16 misses are listed above with their reasons.
     check_heldout("heldout-5.json");
