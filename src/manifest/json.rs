@@ -945,8 +945,8 @@ pub fn line_col(text: &str, offset: usize) -> (usize, usize) {
 /// Findings' line numbers count the line breaks before them, over much of a
 /// file. Written as 32-byte blocks whose matches are summed in a byte, so the
 /// compiler turns each block into a few vector instructions; the plain
-/// `filter(..).count()` compiled to two bytes a step and was a tenth of the
-/// rule engine's time.
+/// `filter(..).count()` compiled to two bytes a step (1.6% of the rule
+/// engine's instructions on the real servers).
 pub fn count_newlines(bytes: &[u8]) -> usize {
     let mut blocks = bytes.chunks_exact(32);
     let mut n = 0;

@@ -265,9 +265,9 @@ pub struct PatternSet {
     /// which patterns can match at all and where they may begin.
     full: Prefilter,
     /// The same over the ASCII literals only, for ASCII text (most text),
-    /// which cannot contain the others: for the built-in rules 7,553 states
-    /// against 8,805, and 57 byte classes against 138, so rows of 64
-    /// entries instead of 256 and a table a fifth the size.
+    /// which cannot contain the others: for the 358 built-in patterns of
+    /// 2026-11-30, 7,553 states against 8,805 and 57 byte classes against
+    /// 138, so rows of 64 entries instead of 256 and a table a fifth the size.
     ascii: Prefilter,
     /// A gate is one required literal set of one pattern. Pattern `p` owns
     /// the four bits `4p..4p + 4` of the `opened` bit set: one per gate
