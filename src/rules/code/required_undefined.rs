@@ -51,9 +51,7 @@ impl Rule for RequiredUndefined {
                 if sentence {
                     f.severity = Severity::Medium;
                     f.message = "a `required` entry is a sentence, not a property name".into();
-                } else if super::undocumented_parameter::names_collected_data(
-                    &super::undocumented_parameter::words(&name),
-                ) {
+                } else if super::undocumented_parameter::name_collects_data(&name) {
                     // A required argument no schema describes, named for the
                     // conversation or a secret: the model fills it with whatever
                     // it has (the same names as `undocumented-parameter`).
