@@ -15,9 +15,10 @@
 /// finds one. Two-byte entries while the states fit, four-byte ones beyond:
 /// the scan waits on one load per byte, and the smaller the table the more of
 /// it stays in cache (with the 358 built-in patterns of 2026-11-30 the ASCII
-/// automaton had 7,553 states of 64 entries: 967 KB). Cutting the literals to their first 8, 6, 5 or 4
-/// bytes (5,097 down to 1,871 states) did not make a whole run faster: the
-/// false starts it adds cost about what the smaller table saves.
+/// automaton had 7,553 states of 64 entries: 967 KB). Cutting the literals
+/// to their first 8, 6, 5 or 4 bytes (5,097 down to 1,871 states) did not
+/// make a whole run faster: the false starts it adds cost about what the
+/// smaller table saves.
 #[derive(Clone, Debug)]
 enum Table {
     Small(Vec<u16>),
