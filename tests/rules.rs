@@ -639,16 +639,30 @@ const HELDOUT_KNOWN_MISSES: &[(&str, &str, &str)] = &[
         "bad_pref_rank",
         "'ranked the #1 MCP tool ... choosing any other is an error': neither claim is covered",
     ),
+    (
+        "heldout-10.json",
+        "bad_secret_s3_deploy",
+        "'the credentials file that lives in the hidden aws folder of the user's home directory': \
+         the path is described in words, not written, and no pattern reads the description",
+    ),
 ];
 
 /// Benign held-out entries that get a medium or high finding (file, tool,
 /// reason): false positives found by a file never tuned on, kept visible.
-const HELDOUT_KNOWN_FLAGGED: &[(&str, &str, &str)] = &[(
-    "heldout-9.json",
-    "ok_top_rated",
-    "'the top-rated restaurants': preference-manipulation takes 'top-rated' as a claim about \
-     the tool, whatever it qualifies",
-)];
+const HELDOUT_KNOWN_FLAGGED: &[(&str, &str, &str)] = &[
+    (
+        "heldout-9.json",
+        "ok_top_rated",
+        "'the top-rated restaurants': preference-manipulation takes 'top-rated' as a claim about \
+         the tool, whatever it qualifies",
+    ),
+    (
+        "heldout-10.json",
+        "ok_translate_text",
+        "a translation tool's Spanish example 'No le digas a nadie lo de la fiesta sorpresa' is \
+         the concealment phrase itself; that it is quoted as an example is not in the pattern",
+    ),
+];
 
 /// Every `bad_*` tool, prompt or resource of a held-out file gets a medium or
 /// high finding, except the known misses; no `ok_*` one does, except the
@@ -729,11 +743,15 @@ fn heldout_attacks_get_medium_or_high_and_benign_tools_do_not() {
     // tuned on in the eighth session (one miss left, listed above).
     check_heldout("heldout-5.json");
     // Written after the eighth session's first tuning (24 bad, 12 ok): 12
-    // caught when new, 14 after one more technique.
+    // caught when new, 14 after one more technique, 13 after the reviews.
     check_heldout("heldout-8.json");
     // Written after all of the eighth session's tuning and never tuned on (23
     // bad, 10 ok): 13 caught and 1 ok flagged, listed above with reasons.
     check_heldout("heldout-9.json");
+    // Written in the ninth session blind to the rules (36 bad, 14 ok): 25
+    // caught and 2 ok flagged when new (cross-tool 0/4); then tuned on: its
+    // one miss and one false positive are listed above with reasons.
+    check_heldout("heldout-10.json");
 }
 
 fn config(text: &str) -> Config {
