@@ -38,15 +38,20 @@ def run(bin_, paths, extra):
     return json.loads(p.stdout)["findings"]
 
 
+# The defaults are relative to the repository (this script's parent folder), so the
+# script runs from any working directory; paths given as options are the caller's.
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--bin", default="target/debug/mcplint")
-    ap.add_argument("--datasets", default="../shared/datasets")
-    ap.add_argument("--out", default="docs/quality.md")
+    ap.add_argument("--bin", default=os.path.join(ROOT, "target/debug/mcplint"))
+    ap.add_argument("--datasets", default=os.path.join(ROOT, "../shared/datasets"))
+    ap.add_argument("--out", default=os.path.join(ROOT, "docs/quality.md"))
     ap.add_argument("--rules", action="append", default=[])
     ap.add_argument("--no-builtin-rules", action="store_true")
     ap.add_argument("--verbose", action="store_true")
-    ap.add_argument("--heldout", default="tests/fixtures/rules/heldout*.json",
+    ap.add_argument("--heldout", default=os.path.join(ROOT, "tests/fixtures/rules/heldout*.json"),
                     help="glob of the project's own held-out fixtures")
     a = ap.parse_args()
     extra = []
