@@ -16,6 +16,7 @@ mod invisible_unicode;
 mod lethal_trifecta;
 mod look_alike_tool;
 mod missing_description;
+mod poisoning_like_sentence;
 mod required_undefined;
 mod sentence_in_value;
 mod token_budget;
@@ -44,6 +45,7 @@ pub fn all() -> Vec<Box<dyn Rule>> {
         Box::new(lethal_trifecta::LethalTrifecta::new()),
         Box::new(look_alike_tool::LookAlikeTool::new()),
         Box::new(missing_description::MissingDescription::new()),
+        Box::new(poisoning_like_sentence::PoisoningLikeSentence::new()),
         Box::new(required_undefined::RequiredUndefined::new()),
         Box::new(sentence_in_value::SentenceInValue::new()),
         Box::new(token_budget::TokenBudget::new()),
