@@ -1072,7 +1072,7 @@ const HELDOUT_FLAGGED: &[(&str, &str, &str)] = &[
     (
         "heldout-13.json",
         "ok_ssh_config_hosts",
-        "poisoning-like-sentence: an ssh config parser that names ~/.ssh/config and IdentityFile paths and says it never opens the keys (score 10.9)",
+        "poisoning-like-sentence: an ssh config parser that names ~/.ssh/config and IdentityFile paths and says it never opens the keys",
     ),
     ("heldout-13.json", "ok_webhook_send", "see HELDOUT_KNOWN_FLAGGED"),
     ("heldout-13.json", "ok_install_instructions", "see HELDOUT_KNOWN_FLAGGED"),

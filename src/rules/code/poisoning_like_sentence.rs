@@ -374,6 +374,20 @@ impl Seen {
     }
 }
 
+/// Calls `each` with the bucket of every unigram and bigram of a sentence, in
+/// order, repeats included.
+fn for_each_bucket(sentence: &str, mut each: impl FnMut(usize)) {
+    let mut prev: Option<u64> = None;
+    tokens(sentence, |t| {
+        let h = token_hash(t);
+        each(uni_bucket(h));
+        if let Some(p) = prev {
+            each(bi_bucket(p, h));
+        }
+        prev = Some(h);
+    });
+}
+
 /// The score of one sentence: the bias plus the weights of the buckets of
 /// its unigrams and bigrams, each bucket once (as in training). `seen` is
 /// scratch space; a sentence with more buckets than it holds (a very long
@@ -383,31 +397,14 @@ fn score(model: &Model, sentence: &str, seen: &mut Seen) -> f32 {
     seen.clear();
     let mut sum: i32 = 0;
     let mut overflow = false;
-    let mut prev: Option<u64> = None;
-    tokens(sentence, |t| {
-        let h = token_hash(t);
-        let mut add = |b: usize| match seen.insert(b) {
-            Some(true) => sum += i32::from(w[b]),
-            Some(false) => {}
-            None => overflow = true,
-        };
-        add(uni_bucket(h));
-        if let Some(p) = prev {
-            add(bi_bucket(p, h));
-        }
-        prev = Some(h);
+    for_each_bucket(sentence, |b| match seen.insert(b) {
+        Some(true) => sum += i32::from(w[b]),
+        Some(false) => {}
+        None => overflow = true,
     });
     if overflow {
         let mut all = Vec::new();
-        let mut prev: Option<u64> = None;
-        tokens(sentence, |t| {
-            let h = token_hash(t);
-            all.push(uni_bucket(h));
-            if let Some(p) = prev {
-                all.push(bi_bucket(p, h));
-            }
-            prev = Some(h);
-        });
+        for_each_bucket(sentence, |b| all.push(b));
         all.sort_unstable();
         all.dedup();
         sum = all.iter().map(|&b| i32::from(w[b])).sum();
@@ -607,25 +604,14 @@ mod tests {
     #[test]
     fn each_bucket_counts_once() {
         let model = &*MODEL;
+        // Sorting every bucket and summing each once, as the training script does.
         let reference = |s: &str| {
             let mut all = Vec::new();
-            let mut prev: Option<u64> = None;
-            tokens(s, |t| {
-                let h = token_hash(t);
-                all.push(uni_bucket(h));
-                if let Some(p) = prev {
-                    all.push(bi_bucket(p, h));
-                }
-                prev = Some(h);
-            });
+            for_each_bucket(s, |b| all.push(b));
             all.sort_unstable();
             all.dedup();
-            model.bias
-                + all
-                    .iter()
-                    .map(|&b| i32::from(model.weights[b]))
-                    .sum::<i32>() as f32
-                    / model.scale
+            let sum: i32 = all.iter().map(|&b| i32::from(model.weights[b])).sum();
+            model.bias + sum as f32 / model.scale
         };
         let long: String = (0..400).map(|i| format!("word{i} ")).collect();
         let mut seen = Seen::new();
