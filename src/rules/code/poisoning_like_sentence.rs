@@ -637,6 +637,32 @@ mod tests {
         }
     }
 
+    /// Any text, hostile or not, splits into in-bounds sentences on char
+    /// boundaries and scores without a panic, and the map back to the
+    /// decoded text stays in bounds.
+    #[test]
+    fn any_text_is_safe() {
+        use proptest::prelude::*;
+        let model = &*MODEL;
+        proptest!(ProptestConfig::with_cases(400), |(text in "(?s).{0,200}", extra in "[`~@:/._ a-zA-Z0-9\n.!?'\u{200b}\u{e9}\u{130}\u{3000}]{0,80}")| {
+            let text = format!("{text}{extra}");
+            let lower = text.to_lowercase();
+            let mut seen = Seen::new();
+            sentences(&lower, |s, e| {
+                assert!(s <= e && e <= lower.len());
+                assert!(lower.is_char_boundary(s) && lower.is_char_boundary(e));
+                let _ = score(model, &lower[s..e], &mut seen);
+                let _ = strongest(model, &lower[s..e], 5);
+            });
+            let norm = crate::rules::normalize::normalize(&text);
+            let (low, map) = lowered(&text, &norm);
+            if let Some(m) = map {
+                assert_eq!(m.len(), low.len() + 1);
+                assert!(m.iter().all(|&i| i <= text.len() && text.is_char_boundary(i)));
+            }
+        });
+    }
+
     #[test]
     fn model_is_loaded() {
         let m = &*MODEL;
