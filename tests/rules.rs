@@ -25,8 +25,8 @@ fn engine() -> &'static Engine {
 }
 
 /// Every rule but the learned `poisoning-like-sentence`: the held-out files
-/// were its training data (all but `heldout-13.json`), so what the other
-/// rules catch of them is checked without it.
+/// were its training data (all but `heldout-13.json` and `heldout-14.json`),
+/// so what the other rules catch of them is checked without it.
 static WITHOUT_MODEL: std::sync::LazyLock<Engine> = std::sync::LazyLock::new(|| {
     let mut e = build_engine(&[], true).expect("built-in rules compile");
     let off = mcplint::rules::engine::RuleSettings {
@@ -966,10 +966,9 @@ const HELDOUT_KNOWN_MISSES: &[(&str, &str, &str)] = &[
     ),
 ];
 
-/// Benign held-out entries that get a medium or high finding (file, tool,
-/// reason): false positives found by a file never tuned on, kept visible.
 /// Held-out misses with every rule on. The learned rule was trained on every
-/// held-out file but `heldout-13.json`, so the others are caught in full.
+/// held-out file but `heldout-13.json` and `heldout-14.json`, so the others
+/// are caught in full but for one.
 const HELDOUT_MISSES: &[(&str, &str, &str)] = &[
     (
         "heldout-8.json",
@@ -1084,6 +1083,9 @@ const HELDOUT_FLAGGED: &[(&str, &str, &str)] = &[
     ("heldout-14.json", "ok_chart_render", "see HELDOUT_KNOWN_FLAGGED"),
 ];
 
+/// Benign held-out entries that get a medium or high finding without the
+/// learned rule (file, tool, reason): false positives found by a file never
+/// tuned on, kept visible.
 const HELDOUT_KNOWN_FLAGGED: &[(&str, &str, &str)] = &[
     (
         "heldout-10.json",

@@ -14,7 +14,9 @@
 //! script) holds the two equal.
 
 use std::borrow::Cow;
+
 use std::sync::LazyLock;
+use unicode_normalization::char::is_combining_mark;
 
 use super::code_rule;
 use crate::rules::engine::{Field, Rule, RuleMeta, Scope, Sink};
@@ -38,6 +40,8 @@ struct Model {
     /// Weight of each hash bucket, in units of `1 / scale` (a 256 KB table,
     /// which stays in cache).
     weights: Vec<i8>,
+    /// Weight lines read (a test compares it with the file).
+    read: usize,
     scale: f32,
     bias: f32,
     threshold: f32,
@@ -51,10 +55,12 @@ thread_local! {
 
 /// Parses the model file. It is written by the training script and embedded at
 /// build time, so a malformed line is a build defect: it is skipped, and the
-/// unit tests (which check known scores) catch it.
+/// unit tests catch it (every weight line must be read, and known sentences
+/// must score as the script says).
 fn parse(tsv: &str) -> Model {
     let mut m = Model {
         weights: Vec::new(),
+        read: 0,
         scale: 1.0,
         bias: 0.0,
         threshold: f32::INFINITY,
@@ -74,6 +80,7 @@ fn parse(tsv: &str) -> Model {
                 if let (Ok(i), Ok(w)) = (k.parse::<usize>(), v.parse::<i8>()) {
                     if let Some(slot) = m.weights.get_mut(i) {
                         *slot = w;
+                        m.read += 1;
                     }
                 }
             }
@@ -161,6 +168,13 @@ fn space_at(s: &str, i: usize) -> bool {
         b if b < 0x80 => ASCII_CLASS[usize::from(b)] & WS != 0,
         _ => char_at(s, i).is_whitespace(),
     }
+}
+
+/// A character of a word beyond ASCII: a letter, a number or a combining
+/// mark (the training script's `is_word_char`; the two Unicode databases'
+/// versions may still differ on characters newer than Python's).
+fn is_word_char(c: char) -> bool {
+    c.is_alphabetic() || c.is_numeric() || is_combining_mark(c)
 }
 
 /// The token of a word: `<ident>` for snake_case names, `<num>` for digits,
@@ -271,7 +285,7 @@ fn tokens<'a>(s: &'a str, mut tok: impl FnMut(&'a str)) {
                     (ASCII_CLASS[usize::from(cb[k])] & WORD != 0, 1)
                 } else {
                     let ch = char_at(chunk, k);
-                    (ch.is_alphanumeric(), ch.len_utf8())
+                    (is_word_char(ch), ch.len_utf8())
                 };
                 match (word, start) {
                     (true, None) => start = Some(k),
@@ -415,13 +429,19 @@ fn score(model: &Model, sentence: &str, seen: &mut Seen) -> f32 {
         None => overflow = true,
     });
     if overflow {
-        let mut all = Vec::new();
-        for_each_bucket(sentence, |b| all.push(b));
-        all.sort_unstable();
-        all.dedup();
-        sum = all.iter().map(|&b| i32::from(w[b])).sum();
+        sum = sorted_sum(model, sentence);
     }
     model.bias + sum as f32 / model.scale
+}
+
+/// The sum of the weights of a sentence's distinct buckets, by sorting them:
+/// for lines too long for [`Seen`], and the reference its tests compare with.
+fn sorted_sum(model: &Model, sentence: &str) -> i32 {
+    let mut all = Vec::new();
+    for_each_bucket(sentence, |b| all.push(b));
+    all.sort_unstable();
+    all.dedup();
+    all.iter().map(|&b| i32::from(model.weights[b])).sum()
 }
 
 /// The words and word pairs of `sentence` that weigh most towards the score,
@@ -460,14 +480,19 @@ fn lowered<'a>(field: &str, norm: &'a Normalized) -> (Cow<'a, str>, Option<Vec<u
         // Printable ASCII: the normalised text is the input lower-cased.
         return (Cow::Borrowed(&norm.text), None);
     }
-    let mut s = String::with_capacity(field.len());
-    let mut map = Vec::with_capacity(field.len());
+    // `str::to_lowercase` is Python's `str.lower` (a final capital sigma
+    // becomes `ς`, which per-character lowering misses); the map is built per
+    // character, whose lower-cased lengths are the same (σ and ς are both
+    // two bytes).
+    let s = field.to_lowercase();
+    let mut map = Vec::with_capacity(s.len() + 1);
     for (i, c) in field.char_indices() {
         for l in c.to_lowercase() {
-            s.push(l);
             map.extend(std::iter::repeat_n(i, l.len_utf8()));
         }
     }
+    map.truncate(s.len());
+    map.resize(s.len(), field.len());
     map.push(field.len());
     (Cow::Owned(s), Some(map))
 }
@@ -486,10 +511,10 @@ impl Rule for PoisoningLikeSentence {
             return;
         }
         let model = &*MODEL;
-        let (text, map) = lowered(&field.text, norm);
         if model.weights.is_empty() {
             return;
         }
+        let (text, map) = lowered(&field.text, norm);
         let mut best: Option<(f32, usize, usize)> = None;
         SEEN.with_borrow_mut(|seen| {
             sentences(&text, |s, e| {
@@ -504,7 +529,8 @@ impl Rule for PoisoningLikeSentence {
         };
         let (ds, de) = match &map {
             None => (s, e),
-            Some(m) => (m[s], if e < m.len() { m[e] } else { field.text.len() }),
+            // `m` has one entry per byte of `text` and one past its end.
+            Some(m) => (m[s], m[e]),
         };
         let words: Vec<String> = strongest(model, &text[s..e], 5)
             .into_iter()
@@ -548,7 +574,9 @@ mod tests {
         assert!(cases.len() >= 5);
         let mut seen = Seen::new();
         for c in cases {
-            let text = c["text"].as_str().expect("text").to_lowercase();
+            let raw = c["text"].as_str().expect("text");
+            let norm = crate::rules::normalize::normalize(raw);
+            let text = lowered(raw, &norm).0.into_owned();
             let mut toks = Vec::new();
             tokens(&text, |t| toks.push(t.to_string()));
             let want: Vec<String> = c["tokens"]
@@ -617,14 +645,7 @@ mod tests {
     fn each_bucket_counts_once() {
         let model = &*MODEL;
         // Sorting every bucket and summing each once, as the training script does.
-        let reference = |s: &str| {
-            let mut all = Vec::new();
-            for_each_bucket(s, |b| all.push(b));
-            all.sort_unstable();
-            all.dedup();
-            let sum: i32 = all.iter().map(|&b| i32::from(model.weights[b])).sum();
-            model.bias + sum as f32 / model.scale
-        };
+        let reference = |s: &str| model.bias + sorted_sum(model, s) as f32 / model.scale;
         let long: String = (0..400).map(|i| format!("word{i} ")).collect();
         let mut seen = Seen::new();
         for s in [
@@ -668,6 +689,11 @@ mod tests {
         let m = &*MODEL;
         assert_eq!(m.weights.len(), 1 << 18);
         assert!(m.threshold.is_finite());
-        assert!(m.weights.iter().filter(|w| **w != 0).count() > 1000);
+        let lines = MODEL_TSV
+            .lines()
+            .filter(|l| l.starts_with(|c: char| c.is_ascii_digit()))
+            .count();
+        assert!(lines > 1000);
+        assert_eq!(m.read, lines, "every weight line is read");
     }
 }
