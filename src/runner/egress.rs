@@ -746,8 +746,11 @@ mod tests {
     fn exchange(socket: &Path, host: &str, msg: &[u8]) -> Vec<u8> {
         let mut c = UnixStream::connect(socket).expect("connect to the proxy");
         c.write_all(format!("{host}\n").as_bytes()).expect("header");
-        c.write_all(msg).expect("payload");
-        c.shutdown(Shutdown::Write).expect("shutdown");
+        // A refused host's connection is closed once its header is read, and
+        // may be closed before the payload is written (a broken pipe, seen in
+        // CI): what the test checks is what comes back, so these may fail.
+        let _ = c.write_all(msg);
+        let _ = c.shutdown(Shutdown::Write);
         let mut got = Vec::new();
         let _ = c.read_to_end(&mut got);
         got
