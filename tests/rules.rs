@@ -1062,26 +1062,13 @@ const HELDOUT_MISSES: &[(&str, &str, &str)] = &[
     ),
 ];
 
-/// Held-out benign tools flagged with every rule on.
-const HELDOUT_FLAGGED: &[(&str, &str, &str)] = &[
-    ("heldout-10.json", "ok_translate_text", "see HELDOUT_KNOWN_FLAGGED"),
-    ("heldout-10.json", "ok_fetch_markdown", "see HELDOUT_KNOWN_FLAGGED"),
-    ("heldout-12.json", "ok_translate_phrases", "see HELDOUT_KNOWN_FLAGGED"),
-    ("heldout-12.json", "ok_job_scheduler", "see HELDOUT_KNOWN_FLAGGED"),
-    (
-        "heldout-13.json",
-        "ok_ssh_config_hosts",
-        "poisoning-like-sentence: an ssh config parser that names ~/.ssh/config and IdentityFile paths and says it never opens the keys",
-    ),
-    ("heldout-13.json", "ok_webhook_send", "see HELDOUT_KNOWN_FLAGGED"),
-    ("heldout-13.json", "ok_install_instructions", "see HELDOUT_KNOWN_FLAGGED"),
-    ("heldout-13.json", "ok_search_issues", "see HELDOUT_KNOWN_FLAGGED"),
-    ("heldout-14.json", "ok_webhook_post", "see HELDOUT_KNOWN_FLAGGED"),
-    ("heldout-14.json", "ok_shell_exec", "see HELDOUT_KNOWN_FLAGGED"),
-    ("heldout-14.json", "ok_cli_install_steps", "see HELDOUT_KNOWN_FLAGGED"),
-    ("heldout-14.json", "ok_translate_text", "see HELDOUT_KNOWN_FLAGGED"),
-    ("heldout-14.json", "ok_chart_render", "see HELDOUT_KNOWN_FLAGGED"),
-];
+/// Held-out benign tools that the learned rule alone flags: with every rule
+/// on, these and `HELDOUT_KNOWN_FLAGGED` are flagged.
+const HELDOUT_MODEL_FLAGGED: &[(&str, &str, &str)] = &[(
+    "heldout-13.json",
+    "ok_ssh_config_hosts",
+    "poisoning-like-sentence: an ssh config parser that names ~/.ssh/config and IdentityFile paths and says it never opens the keys",
+)];
 
 /// Benign held-out entries that get a medium or high finding without the
 /// learned rule (file, tool, reason): false positives found by a file never
@@ -1156,18 +1143,24 @@ const HELDOUT_KNOWN_FLAGGED: &[(&str, &str, &str)] = &[
 /// (`HELDOUT_KNOWN_MISSES`, `HELDOUT_KNOWN_FLAGGED`: what the patterns and
 /// code rules alone miss, with the reasons).
 fn check_heldout(file: &str) {
-    check_heldout_with(file, engine(), HELDOUT_MISSES, HELDOUT_FLAGGED);
+    check_heldout_with(
+        file,
+        engine(),
+        HELDOUT_MISSES,
+        &[HELDOUT_KNOWN_FLAGGED, HELDOUT_MODEL_FLAGGED],
+    );
     check_heldout_with(
         file,
         &WITHOUT_MODEL,
         HELDOUT_KNOWN_MISSES,
-        HELDOUT_KNOWN_FLAGGED,
+        &[HELDOUT_KNOWN_FLAGGED],
     );
 }
 
 type Known = [(&'static str, &'static str, &'static str)];
 
-fn check_heldout_with(file: &str, e: &Engine, misses: &Known, flags: &Known) {
+/// `flags` are lists whose union, for `file`, is what must be flagged.
+fn check_heldout_with(file: &str, e: &Engine, misses: &Known, flags: &[&Known]) {
     let path = format!("tests/fixtures/rules/{file}");
     let loaded = load_all(&[path], &LoadOptions::default()).expect("fixture loads");
     let f = e.check(&loaded, false);
@@ -1210,10 +1203,20 @@ fn check_heldout_with(file: &str, e: &Engine, misses: &Known, flags: &Known) {
         .map(|(_, n, _)| *n)
         .collect();
     assert_eq!(missed, known, "{file}: held-out misses changed");
-    let known_flagged: Vec<&str> = flags
+    let listed: Vec<&str> = flags
         .iter()
+        .flat_map(|l| l.iter())
         .filter(|(f, _, _)| *f == file)
         .map(|(_, n, _)| *n)
+        .collect();
+    for n in &listed {
+        assert!(names.iter().any(|x| x == n), "{file}: no entry {n}");
+    }
+    // In document order, as `flagged` is.
+    let known_flagged: Vec<&str> = names
+        .iter()
+        .map(String::as_str)
+        .filter(|n| listed.contains(n))
         .collect();
     let flagged_names: Vec<&str> = flagged.iter().map(|(n, _)| *n).collect();
     assert_eq!(
