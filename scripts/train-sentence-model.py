@@ -185,9 +185,10 @@ def bi_bucket(p, h):
 
 
 def features(sentence):
-    """Bucket indexes of the unigrams and bigrams, each bucket once (a token
-    is hashed once with FNV-1a; its buckets are mixed from that)."""
-    hs = [fnv(t.encode("utf-8")) for t in tokens(sentence.lower())]
+    """Bucket indexes of the unigrams and bigrams of a lower-cased sentence
+    (every caller splits lower-cased text), each bucket once (a token is
+    hashed once with FNV-1a; its buckets are mixed from that)."""
+    hs = [fnv(t.encode("utf-8")) for t in tokens(sentence)]
     return sorted({uni_bucket(h) for h in hs} | {bi_bucket(a, b) for a, b in zip(hs, hs[1:])})
 
 
@@ -226,10 +227,15 @@ def texts_of(entry):
     return out
 
 
+def text_features(text):
+    """The features of each sentence of one text. Lower-cased before
+    splitting, as the Rust side does ("İ" lowers to two characters, which the
+    minimum length counts)."""
+    return [features(s) for s in sentences(text.lower())]
+
+
 def bag(entry):
-    # Lower-cased before splitting, as the Rust side does ("İ" lowers to two
-    # characters, which the minimum length counts).
-    return [features(s) for t in texts_of(entry) for s in sentences(t.lower())]
+    return [fs for t in texts_of(entry) for fs in text_features(t)]
 
 
 def heldout_bags(files):
@@ -272,7 +278,7 @@ def no_match_bags():
     for f in sorted(glob.glob(os.path.join(ROOT, "rules/*.toml"))):
         r = tomllib.load(open(f, "rb"))
         for x in r.get("tests", {}).get("no_match", []):
-            out.append((0, [features(s) for s in sentences(x.lower())], os.path.basename(f)))
+            out.append((0, text_features(x), os.path.basename(f)))
     return out
 
 
@@ -282,7 +288,7 @@ def review_bags():
         for line in open(f, encoding="utf-8"):
             line = line.strip()
             if line and not line.startswith("#"):
-                out.append((0, [features(s) for s in sentences(line.lower())], os.path.basename(f)))
+                out.append((0, text_features(line), os.path.basename(f)))
     return out
 
 
@@ -383,7 +389,7 @@ def main():
     ]
     vectors_text = json.dumps({"threshold": THRESHOLD, "cases": [
         {"text": s, "tokens": tokens(s.lower()),
-         "scores": [round(sentence_score(model, features(x)), 4) for x in sentences(s.lower())]}
+         "scores": [round(sentence_score(model, fs), 4) for fs in text_features(s)]}
         for s in samples]}, indent=1, ensure_ascii=False) + "\n"
     if a.check:
         stale = [p for p, t in ((MODEL, model_text), (VECTORS, vectors_text))
