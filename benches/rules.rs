@@ -5,6 +5,12 @@
 //!    recombined, with one tool in fifty carrying a poisoning payload so the
 //!    slow paths (matches, span mapping, combined findings) run too.
 //!
+//! Each corpus runs twice: as `mcplint check` runs (a text already checked
+//! gets its findings again from `rules::memo`) and with the memo off, the
+//! cost of checking every field afresh. The generated corpus repeats the real
+//! tools' texts many times over, so the memo flatters it: its figure without
+//! the memo is the engine's.
+//!
 //! Run: `cargo bench --bench rules`. `MCPLINT_BENCH_ONLY=real` or
 //! `MCPLINT_BENCH_ONLY=generated` runs one of the two (for profiling). Prints tools per second by wall clock and,
 //! on Linux, by the thread's own CPU time (steadier on a busy machine, where
@@ -23,7 +29,16 @@ fn thread_cpu() -> Option<Duration> {
     Some(Duration::from_nanos(ns))
 }
 
-fn bench(name: &str, engine: &Engine, inputs: &[Loaded], min: Duration) {
+/// [`bench_once`] with the memo on, then off.
+fn bench(name: &str, engine: &mut Engine, inputs: &[Loaded], min: Duration) {
+    engine.set_memo(true);
+    bench_once(name, engine, inputs, min);
+    engine.set_memo(false);
+    bench_once(&format!("{name} (no memo)"), engine, inputs, min);
+    engine.set_memo(true);
+}
+
+fn bench_once(name: &str, engine: &Engine, inputs: &[Loaded], min: Duration) {
     let tools: usize = inputs
         .iter()
         .flat_map(|l| &l.servers)
@@ -82,7 +97,7 @@ fn main() {
     // MCPLINT_BENCH_CODE_ONLY=1 measures the code rules alone (no declarative rules).
     let patterns = std::env::var_os("MCPLINT_BENCH_CODE_ONLY").is_none();
     let only = std::env::var("MCPLINT_BENCH_ONLY").unwrap_or_default();
-    let engine = build_engine(&[], patterns).expect("rules compile");
+    let mut engine = build_engine(&[], patterns).expect("rules compile");
     let opts = LoadOptions::default();
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/datasets/benign");
     let mut pool: Vec<serde_json::Value> = Vec::new();
@@ -96,7 +111,12 @@ fn main() {
         files.sort();
         let loaded = load_all(&files, &opts).expect("benign datasets load");
         if only != "generated" {
-            bench("56 real servers", &engine, &loaded, Duration::from_secs(3));
+            bench(
+                "56 real servers",
+                &mut engine,
+                &loaded,
+                Duration::from_secs(3),
+            );
         }
         if only == "real" {
             return;
@@ -135,7 +155,7 @@ fn main() {
     }
     bench(
         "generated 100,000 tools",
-        &engine,
+        &mut engine,
         &inputs,
         Duration::from_secs(5),
     );

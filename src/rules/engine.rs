@@ -14,6 +14,7 @@ use std::path::PathBuf;
 
 use crate::finding::{ByteSpan, Confidence, Finding, LineIndex, Related, Severity, Subject};
 use crate::manifest::{Document, Kind, Loaded, NodeId, Server, Tool};
+use crate::rules::memo::TextMemo;
 use crate::rules::normalize::{normalize_text_into, Normalized, RunCounter};
 use crate::rules::pattern::PatternSet;
 
@@ -137,7 +138,14 @@ pub struct Sink {
     lines: Option<(usize, Lines)>,
     /// Set while the engine checks text decoded from a blob of a field.
     within: Option<crate::rules::decoded::Within>,
+    /// Set while the engine checks one field's text: each finding reported
+    /// (its index) with the decoded range it covers, for
+    /// [`crate::rules::memo::TextMemo`].
+    recording: Option<Vec<(usize, Decoded)>>,
 }
+
+/// A range of a field's decoded text (None: the whole field).
+type Decoded = Option<(usize, usize)>;
 
 /// Line/column lookups in one text. Findings mostly come in document order
 /// (a tool's findings a little out of order), so a cursor moves from one to
@@ -221,35 +229,25 @@ impl Sink {
         message: impl Into<String>,
         label: impl Into<String>,
     ) -> &mut Finding {
-        let doc = scope.doc;
         // Text decoded from a blob: the finding is on the blob's bytes.
         let within = self.within.as_ref().filter(|w| w.node == node).cloned();
         let decoded = match &within {
             Some(w) => Some((w.decoded.start, w.decoded.end)),
             None => decoded,
         };
-        let span = match decoded {
-            Some((s, e)) if doc.kind(node) == Kind::String => doc.raw_span_of_decoded(node, s..e),
-            _ => doc.span(node),
-        };
-        let (subject, name) = self.subject.clone().unwrap_or((Subject::Server, None));
-        let text = doc.text();
-        let key = text.as_ptr() as usize;
-        if self.lines.as_ref().is_none_or(|(k, _)| *k != key) {
-            self.lines = Some((key, Lines::new()));
+        if let Some(r) = &mut self.recording {
+            r.push((self.findings.len(), decoded));
         }
-        let line_col = match &mut self.lines {
-            Some((_, lines)) => lines.line_col(text, span.start),
-            None => doc.line_col(span.start),
-        };
+        let (span, pointer, line_col) = self.locate(scope, node, decoded);
+        let (subject, name) = self.subject.clone().unwrap_or((Subject::Server, None));
         let f = self.push(
             meta,
             scope.loaded.display_path(),
             Some(scope.server.name.clone()),
             subject,
             name,
-            doc.pointer(node),
-            ByteSpan::new(span.start, span.end),
+            pointer,
+            span,
             line_col,
             message.into(),
             label.into(),
@@ -264,6 +262,76 @@ impl Sink {
             ));
         }
         f
+    }
+
+    /// Where `decoded` bytes of node `node`'s text (or the whole node) are:
+    /// the raw span, the pointer, and the line and column.
+    fn locate(
+        &mut self,
+        scope: &Scope<'_>,
+        node: NodeId,
+        decoded: Option<(usize, usize)>,
+    ) -> (ByteSpan, String, (usize, usize)) {
+        let doc = scope.doc;
+        let span = match decoded {
+            Some((s, e)) if doc.kind(node) == Kind::String => doc.raw_span_of_decoded(node, s..e),
+            _ => doc.span(node),
+        };
+        let text = doc.text();
+        let key = text.as_ptr() as usize;
+        if self.lines.as_ref().is_none_or(|(k, _)| *k != key) {
+            self.lines = Some((key, Lines::new()));
+        }
+        let line_col = match &mut self.lines {
+            Some((_, lines)) => lines.line_col(text, span.start),
+            None => doc.line_col(span.start),
+        };
+        (
+            ByteSpan::new(span.start, span.end),
+            doc.pointer(node),
+            line_col,
+        )
+    }
+
+    /// Starts recording what is reported (see [`Sink::recording`]).
+    fn start_recording(&mut self) {
+        self.recording = Some(Vec::new());
+    }
+
+    /// Stops recording and returns each finding reported since
+    /// [`Sink::start_recording`] with the decoded range it covers.
+    /// None if one of them has related spans: those point at other nodes,
+    /// and cannot be placed again.
+    fn take_recorded(&mut self) -> Option<Vec<crate::rules::memo::Recorded>> {
+        let recorded = self.recording.take().unwrap_or_default();
+        recorded
+            .into_iter()
+            .map(|(i, d)| {
+                let f = &self.findings[i];
+                f.related.is_empty().then(|| (f.clone(), d))
+            })
+            .collect()
+    }
+
+    /// Reports again, on node `node` of the current subject, findings recorded
+    /// for an equal text elsewhere: rule, message, label and notes as they
+    /// were, the place found anew.
+    fn replay(&mut self, scope: &Scope<'_>, node: NodeId, found: &[crate::rules::memo::Recorded]) {
+        let (subject, name) = self.subject.clone().unwrap_or((Subject::Server, None));
+        for (f, decoded) in found {
+            let (span, pointer, (line, column)) = self.locate(scope, node, *decoded);
+            self.findings.push(Finding {
+                path: scope.loaded.display_path(),
+                server: Some(scope.server.name.clone()),
+                subject,
+                name: name.clone(),
+                pointer,
+                span,
+                line,
+                column,
+                ..f.clone()
+            });
+        }
     }
 
     /// Reports a finding at an explicit place (for files without a JSON document).
@@ -411,7 +479,10 @@ pub trait Rule: Send + Sync {
     /// Once per object schema inside a tool's input or output schema (the root
     /// included). A finding points at a node, whose pointer says where it is.
     fn check_schema(&self, _scope: &Scope<'_>, _tool: &Tool, _schema: NodeId, _out: &mut Sink) {}
-    /// Once per model-visible text field, with its normalised text.
+    /// Once per model-visible text field, with its normalised text. What it
+    /// reports must follow from the field's text, whether it is a key, and
+    /// [`Rule::text_context`] of its path: the engine reuses the findings of
+    /// a text for an equal one elsewhere (see [`crate::rules::memo`]).
     fn check_text(
         &self,
         _scope: &Scope<'_>,
@@ -419,6 +490,14 @@ pub trait Rule: Send + Sync {
         _norm: &Normalized,
         _out: &mut Sink,
     ) {
+    }
+    /// What [`Rule::check_text`] reads of a field's path, as a number: a
+    /// text's findings are reused for an equal text only where every rule
+    /// gives the same number. 0 (the default) says the path does not matter;
+    /// a rule whose findings depend on it returns a value that tells apart
+    /// the paths it treats differently.
+    fn text_context(&self, _path: &str) -> u32 {
+        0
     }
     /// Once per group of servers that belong to one agent (two or more).
     fn check_agent(&self, _servers: &[Scope<'_>], _out: &mut Sink) {}
@@ -623,6 +702,8 @@ pub struct Engine {
     settings: HashMap<String, RuleSettings>,
     index: HashMap<String, usize>,
     metas: Vec<RuleMeta>,
+    /// Reuse a text's findings for an equal text ([`crate::rules::memo`]).
+    memo: bool,
 }
 
 impl Engine {
@@ -645,6 +726,7 @@ impl Engine {
             settings: HashMap::new(),
             index,
             metas,
+            memo: true,
         })
     }
 
@@ -676,6 +758,13 @@ impl Engine {
         unknown
     }
 
+    /// Whether [`Engine::check`] reuses a text's findings for an equal text
+    /// (on by default). The findings are the same either way; tests and the
+    /// benchmark turn it off to show that, and what it saves.
+    pub fn set_memo(&mut self, on: bool) {
+        self.memo = on;
+    }
+
     fn enabled(&self, id: &str) -> bool {
         !self.settings.get(id).is_some_and(|s| s.disabled)
     }
@@ -684,6 +773,7 @@ impl Engine {
     /// agent; with `together`, all inputs form one agent.
     pub fn check(&self, inputs: &[Loaded], together: bool) -> Vec<Finding> {
         let mut sink = Sink::default();
+        let mut memo = TextMemo::default();
         let mut all: Vec<Scope<'_>> = Vec::new();
         for loaded in inputs {
             let mut file: Vec<Scope<'_>> = Vec::new();
@@ -693,7 +783,7 @@ impl Engine {
                     doc: &loaded.doc,
                     server,
                 };
-                self.check_server(&scope, &mut sink);
+                self.check_server(&scope, &mut sink, &mut memo);
                 file.push(scope);
             }
             if !together && file.len() > 1 {
@@ -731,7 +821,41 @@ impl Engine {
     /// the text decoded from its base64 and hex blobs
     /// ([`crate::rules::decoded`]), reported at the blob's bytes.
     /// `norm` is scratch space, reused from field to field.
+    /// A text already checked in the same context gets the findings it got
+    /// then ([`crate::rules::memo`]).
     fn check_field(
+        &self,
+        scope: &Scope<'_>,
+        field: &Field<'_>,
+        tool: Option<&str>,
+        norm: &mut Normalized,
+        sink: &mut Sink,
+        memo: &mut TextMemo,
+    ) {
+        if !self.memo {
+            return self.check_field_afresh(scope, field, tool, norm, sink);
+        }
+        let ctx = memo.context();
+        ctx.push(u32::from(field.is_key));
+        ctx.extend(
+            self.text_rules
+                .iter()
+                .map(|&i| self.rules[i].text_context(field.path)),
+        );
+        self.patterns.context(field.path, tool, ctx);
+        if let Some(found) = memo.get(&field.text) {
+            sink.replay(scope, field.node, found);
+            return;
+        }
+        sink.start_recording();
+        self.check_field_afresh(scope, field, tool, norm, sink);
+        if let Some(found) = sink.take_recorded() {
+            memo.insert(&field.text, found);
+        }
+    }
+
+    /// [`Engine::check_field`] without the memo.
+    fn check_field_afresh(
         &self,
         scope: &Scope<'_>,
         field: &Field<'_>,
@@ -805,7 +929,7 @@ impl Engine {
         }
     }
 
-    fn check_server(&self, scope: &Scope<'_>, sink: &mut Sink) {
+    fn check_server(&self, scope: &Scope<'_>, sink: &mut Sink, memo: &mut TextMemo) {
         let doc = scope.doc;
         let server = scope.server;
         if doc.node_count() == 0 {
@@ -832,7 +956,8 @@ impl Engine {
         let mut norm = Normalized::default();
         let mut path = String::new();
         let tool_name: Option<&str> = None;
-        let mut check = |f: &Field<'_>| self.check_field(scope, f, tool_name, &mut norm, sink);
+        let mut check =
+            |f: &Field<'_>| self.check_field(scope, f, tool_name, &mut norm, sink, memo);
         if let Some(n) = server.instructions {
             path.push_str("instructions");
             walk_fields(doc, n, &mut path, "instructions", &mut check);
@@ -875,8 +1000,9 @@ impl Engine {
             }
             path.truncate(base);
             if let Some(members) = doc.members(tool.node) {
-                let mut check =
-                    |f: &Field<'_>| self.check_field(scope, f, Some(&tool.name), &mut norm, sink);
+                let mut check = |f: &Field<'_>| {
+                    self.check_field(scope, f, Some(&tool.name), &mut norm, sink, memo)
+                };
                 for (k, v) in members {
                     let key = doc.str(k).unwrap_or_default();
                     // Icons are fetched by clients, not read by the model.
@@ -900,7 +1026,7 @@ impl Engine {
                 path.push('/');
                 path.push_str(&seg(&p.name));
                 walk_fields(doc, p.node, &mut path, "", &mut |f| {
-                    self.check_field(scope, f, None, &mut norm, sink)
+                    self.check_field(scope, f, None, &mut norm, sink, memo)
                 });
                 self.post_subject(scope, from, sink);
             }
@@ -919,7 +1045,7 @@ impl Engine {
                 walk_fields(doc, r.node, &mut path, "", &mut |f| {
                     // A resource's URI is an address, not prose.
                     if !f.path.ends_with("/uri") && !f.path.ends_with("/uriTemplate") {
-                        self.check_field(scope, f, None, &mut norm, sink)
+                        self.check_field(scope, f, None, &mut norm, sink, memo)
                     }
                 });
                 self.post_subject(scope, from, sink);

@@ -6,6 +6,7 @@ pub mod config;
 pub mod decoded;
 pub mod engine;
 pub mod literal_dfa;
+pub mod memo;
 pub mod normalize;
 pub mod pattern;
 

@@ -178,6 +178,16 @@ impl PatternRule {
         self.find_unguarded(text)
     }
 
+    /// True if the rule's `applies_to` and `tools` globs take in a field at
+    /// `path` of tool `tool`.
+    fn applies_at(&self, path: &str, tool: Option<&str>) -> bool {
+        self.applies.as_ref().is_none_or(|g| g.is_match(path))
+            && self
+                .tools
+                .as_ref()
+                .is_none_or(|g| tool.is_some_and(|t| g.is_match(t)))
+    }
+
     /// [`PatternRule::find`] without the keyword check (the caller did it).
     fn find_unguarded(&self, text: &str) -> Option<(usize, usize)> {
         self.find_gated(text, None, None)
@@ -294,6 +304,8 @@ pub struct PatternSet {
     /// The gates that one-byte literal `k` opens, as `(word, bits)` of
     /// `opened` (see `closed`).
     byte_gates: Vec<Vec<(u32, u64)>>,
+    /// The rules with `applies_to` or `tools` globs (see [`PatternSet::context`]).
+    globbed: Vec<u32>,
 }
 
 /// A literal automaton and what each of its match states means.
@@ -1074,7 +1086,14 @@ impl PatternSet {
         }
         let full = Prefilter::new(&lits, &gate_bit, |l| !marked.contains(l));
         let ascii = Prefilter::new(&lits, &gate_bit, |l| l.is_ascii() && !marked.contains(l));
+        let globbed = (0..rules.len() as u32)
+            .filter(|&r| {
+                let r = &rules[r as usize];
+                r.applies.is_some() || r.tools.is_some()
+            })
+            .collect();
         Ok(PatternSet {
+            globbed,
             rules,
             full,
             ascii,
@@ -1285,13 +1304,7 @@ impl PatternSet {
         enabled: &dyn Fn(&str) -> bool,
         out: &mut Sink,
     ) {
-        let applies = |r: &PatternRule| {
-            enabled(&r.meta.id)
-                && r.applies.as_ref().is_none_or(|g| g.is_match(field.path))
-                && r.tools
-                    .as_ref()
-                    .is_none_or(|g| tool.is_some_and(|t| g.is_match(t)))
-        };
+        let applies = |r: &PatternRule| enabled(&r.meta.id) && r.applies_at(field.path, tool);
         self.matches(&norm.text, norm.plain, runs, &applies, &mut |r, (s, e)| {
             let (ds, de) = norm.to_decoded(s, e);
             out.emit(
@@ -1330,6 +1343,18 @@ impl PatternSet {
                 ));
             });
         }
+    }
+
+    /// What the rules read of a field's path and tool besides its text, for
+    /// [`crate::rules::memo`]: appends to `ctx` whether each rule with
+    /// `applies_to` or `tools` globs takes the field in (nothing when no rule
+    /// has globs, as with the built-in ones).
+    pub fn context(&self, path: &str, tool: Option<&str>, ctx: &mut Vec<u32>) {
+        ctx.extend(
+            self.globbed
+                .iter()
+                .map(|&r| u32::from(self.rules[r as usize].applies_at(path, tool))),
+        );
     }
 
     /// Runs every rule's own test cases.

@@ -42,6 +42,11 @@ impl Rule for SentenceInValue {
         crate::rules::engine::Levels::TEXT
     }
 
+    /// The value slot's word limit (0 for fields that are no value slot).
+    fn text_context(&self, path: &str) -> u32 {
+        limit(path).map_or(0, |m| m as u32)
+    }
+
     fn check_text(&self, scope: &Scope<'_>, field: &Field<'_>, norm: &Normalized, out: &mut Sink) {
         if field.is_key {
             return;
