@@ -114,10 +114,13 @@ fn bi_bucket(prev: u64, h: u64) -> usize {
 }
 
 /// ASCII byte classes: whitespace (as `char::is_whitespace`), a delimiter
-/// that ends a chunk, a byte of a word.
+/// that ends a chunk, a byte of a word, a byte that may make a chunk a URL or
+/// an address, and the backtick (which also ends a chunk).
 const WS: u8 = 1;
 const DELIM: u8 = 2;
 const WORD: u8 = 4;
+const URLISH: u8 = 8;
+const TICK: u8 = 16;
 static ASCII_CLASS: [u8; 128] = {
     let mut t = [0u8; 128];
     let mut i = 0;
@@ -148,6 +151,12 @@ static ASCII_CLASS: [u8; 128] = {
         if b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'\'' {
             t[i] = WORD;
         }
+        if b == b':' || b == b'@' {
+            t[i] = URLISH;
+        }
+        if b == b'`' {
+            t[i] = TICK;
+        }
         i += 1;
     }
     t
@@ -175,7 +184,8 @@ fn is_word_char(c: char) -> bool {
 
 /// The token of a word: `<ident>` for snake_case names, `<num>` for digits,
 /// else the word without surrounding apostrophes (None when nothing is left).
-fn word_token(w: &str) -> Option<&str> {
+/// `underscore` says whether the word has a `_` (its scan noted it).
+fn word_token(w: &str, underscore: bool) -> Option<&str> {
     // The checks look at a byte or two first: most words have no quote,
     // underscore or leading digit.
     let b = w.as_bytes();
@@ -186,7 +196,7 @@ fn word_token(w: &str) -> Option<&str> {
     let b = w.as_bytes();
     if b.is_empty() {
         None
-    } else if b.contains(&b'_') && w.trim_matches('_').contains('_') {
+    } else if underscore && w.trim_matches('_').contains('_') {
         Some("<ident>")
     } else if b[0].is_ascii_digit() && b.iter().all(u8::is_ascii_digit) {
         Some("<num>")
@@ -243,13 +253,18 @@ fn tokens<'a>(s: &'a str, mut tok: impl FnMut(&'a str)) {
                 continue;
             }
         }
+        // The chunk runs to whitespace, a delimiter or a backtick; the same
+        // pass notes a `:` or `@`, without which it is no URL or address.
         let mut j = i;
+        let mut urlish = false;
         while j < n {
             let d = b[j];
             if d < 0x80 {
-                if d == b'`' || ASCII_CLASS[usize::from(d)] & (WS | DELIM) != 0 {
+                let k = ASCII_CLASS[usize::from(d)];
+                if k & (WS | DELIM | TICK) != 0 {
                     break;
                 }
+                urlish |= k & URLISH != 0;
                 j += 1;
             } else {
                 let ch = char_at(s, j);
@@ -259,47 +274,72 @@ fn tokens<'a>(s: &'a str, mut tok: impl FnMut(&'a str)) {
                 j += ch.len_utf8();
             }
         }
-        let chunk = s[i..j].trim_end_matches(['.', ':', '!', '?']);
+        let chunk = &s[i..j];
         i = j;
-        let cb = chunk.as_bytes();
-        // Most chunks are plain words: one pass says whether the URL and
-        // address checks are needed at all.
-        let special = cb.iter().any(|&c| c == b':' || c == b'@');
-        if special && cb.windows(3).any(|w| w == b"://") {
-            tok("<url>");
-        } else if special && memchr::memchr(b'@', cb).is_some_and(|at| cb[at + 1..].contains(&b'.'))
-        {
-            tok("<email>");
-        } else if chunk.starts_with("~/") || chunk.starts_with("$home/") {
-            tok("<homepath>");
+        if urlish || matches!(c, b'~' | b'$') {
+            // The checks read the chunk without trailing punctuation (the
+            // words are the same either way: it is no word byte).
+            let trimmed = chunk.trim_end_matches(['.', ':', '!', '?']);
+            let cb = trimmed.as_bytes();
+            if urlish && cb.windows(3).any(|w| w == b"://") {
+                tok("<url>");
+                continue;
+            }
+            if urlish && memchr::memchr(b'@', cb).is_some_and(|at| cb[at + 1..].contains(&b'.')) {
+                tok("<email>");
+                continue;
+            }
+            if trimmed.starts_with("~/") || trimmed.starts_with("$home/") {
+                tok("<homepath>");
+                continue;
+            }
+        }
+        words(chunk, &mut tok);
+    }
+}
+
+/// Calls `tok` with the token of each word of `chunk`: runs of word bytes
+/// and non-ASCII alphanumerics.
+fn words<'a>(chunk: &'a str, tok: &mut impl FnMut(&'a str)) {
+    let cb = chunk.as_bytes();
+    let n = cb.len();
+    let mut k = 0;
+    while k < n {
+        // To the next word.
+        let d = cb[k];
+        if d < 0x80 {
+            if ASCII_CLASS[usize::from(d)] & WORD == 0 {
+                k += 1;
+                continue;
+            }
         } else {
-            // Words: runs of word bytes and non-ASCII alphanumerics.
-            let mut k = 0;
-            let mut start = None;
-            while k < cb.len() {
-                let (word, len) = if cb[k] < 0x80 {
-                    (ASCII_CLASS[usize::from(cb[k])] & WORD != 0, 1)
-                } else {
-                    let ch = char_at(chunk, k);
-                    (is_word_char(ch), ch.len_utf8())
-                };
-                match (word, start) {
-                    (true, None) => start = Some(k),
-                    (false, Some(st)) => {
-                        if let Some(t) = word_token(&chunk[st..k]) {
-                            tok(t);
-                        }
-                        start = None;
-                    }
-                    _ => {}
-                }
-                k += len;
+            let ch = char_at(chunk, k);
+            if !is_word_char(ch) {
+                k += ch.len_utf8();
+                continue;
             }
-            if let Some(st) = start {
-                if let Some(t) = word_token(&chunk[st..]) {
-                    tok(t);
+        }
+        // The word, noting an underscore on the way.
+        let start = k;
+        let mut underscore = false;
+        while k < n {
+            let d = cb[k];
+            if d < 0x80 {
+                if ASCII_CLASS[usize::from(d)] & WORD == 0 {
+                    break;
                 }
+                underscore |= d == b'_';
+                k += 1;
+            } else {
+                let ch = char_at(chunk, k);
+                if !is_word_char(ch) {
+                    break;
+                }
+                k += ch.len_utf8();
             }
+        }
+        if let Some(t) = word_token(&chunk[start..k], underscore) {
+            tok(t);
         }
     }
 }
@@ -668,6 +708,99 @@ mod tests {
                 assert!(m.iter().all(|&i| i <= text.len() && text.is_char_boundary(i)));
             }
         });
+    }
+
+    /// The tokeniser as its comment states it, character by character and
+    /// with no fast paths: the byte-level [`tokens`] must agree with it.
+    fn tokens_as_specified(s: &str) -> Vec<String> {
+        let delim = |c: char| ",;()[]{}<>\"*|".contains(c);
+        let word = |c: char| {
+            if c.is_ascii() {
+                c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '\''
+            } else {
+                is_word_char(c)
+            }
+        };
+        let chars: Vec<(usize, char)> = s.char_indices().collect();
+        let at = |k: usize| chars.get(k).map_or(s.len(), |c| c.0);
+        let mut out = Vec::new();
+        let mut i = 0;
+        while i < chars.len() {
+            let c = chars[i].1;
+            if c == '`' {
+                match (1..=61)
+                    .take_while(|k| i + k < chars.len())
+                    .find(|k| chars[i + k].1 == '`')
+                {
+                    Some(k) => {
+                        out.push("<code>".to_string());
+                        i += k + 1;
+                    }
+                    None => i += 1,
+                }
+                continue;
+            }
+            if c.is_whitespace() || delim(c) {
+                i += 1;
+                continue;
+            }
+            let mut j = i;
+            while j < chars.len()
+                && !(chars[j].1.is_whitespace() || delim(chars[j].1) || chars[j].1 == '`')
+            {
+                j += 1;
+            }
+            let chunk = s[at(i)..at(j)].trim_end_matches(['.', ':', '!', '?']);
+            i = j;
+            if chunk.contains("://") {
+                out.push("<url>".into());
+            } else if chunk
+                .find('@')
+                .is_some_and(|a| chunk[a + 1..].contains('.'))
+            {
+                out.push("<email>".into());
+            } else if chunk.starts_with("~/") || chunk.starts_with("$home/") {
+                out.push("<homepath>".into());
+            } else {
+                for w in chunk.split(|c: char| !word(c)).filter(|w| !w.is_empty()) {
+                    let w = w.trim_matches('\'');
+                    if w.is_empty() {
+                        continue;
+                    }
+                    out.push(if w.trim_matches('_').contains('_') {
+                        "<ident>".into()
+                    } else if w.bytes().all(|b| b.is_ascii_digit()) {
+                        "<num>".into()
+                    } else {
+                        w.to_string()
+                    });
+                }
+            }
+        }
+        out
+    }
+
+    /// The byte-level tokeniser gives the tokens its specification gives, on
+    /// text full of the bytes it treats specially.
+    #[test]
+    fn tokens_follow_their_specification() {
+        use proptest::prelude::*;
+        proptest!(ProptestConfig::with_cases(2000), |(text in "[`~$@:/._,;(*| a-zA-Z0-9\n.!?'\u{a0}\u{e9}\u{301}\u{3b1}\u{4e2d}\u{2028}\u{1f}]{0,120}")| {
+            let mut got = Vec::new();
+            tokens(&text, |t| got.push(t.to_string()));
+            prop_assert_eq!(got, tokens_as_specified(&text), "{:?}", text);
+        });
+        for text in [
+            "see https://x.io/a. then",
+            "mail a@b.co now",
+            "~/.ssh/id_rsa and $home/.aws",
+            "`code span` and `unclosed",
+            "it's 'quoted' __init__ a_b 123 1a2 é́ 中文",
+        ] {
+            let mut got = Vec::new();
+            tokens(text, |t| got.push(t.to_string()));
+            assert_eq!(got, tokens_as_specified(text), "{text}");
+        }
     }
 
     #[test]
