@@ -430,7 +430,7 @@ const SET_LIMIT: usize = 64;
 /// Largest character class expanded into single-character literals.
 const CLASS_LIMIT: usize = 8;
 /// Most literal sets required of one pattern (all of them must occur).
-const MAX_GATES: usize = 3;
+const MAX_GATES: usize = 4;
 // Each pattern's gates fit in its four bits of the `opened` set (see `closed`).
 const _: () = assert!(MAX_GATES <= 4);
 
