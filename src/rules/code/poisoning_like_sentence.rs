@@ -363,18 +363,26 @@ fn sentences(text: &str, mut each: impl FnMut(usize, usize)) {
             each(s + lead, s + lead + trimmed.len());
         }
     };
+    // The bytes that can end a sentence are rare: `memchr` skips to them (a
+    // test per byte cost 3% of a whole check), the two searches merged in
+    // order.
+    let mut stops = memchr::memchr3_iter(b'.', b'!', b'?', b).peekable();
+    let mut breaks = memchr::memchr_iter(b'\n', b).peekable();
     let mut start = 0;
-    for i in 0..b.len() {
-        match b[i] {
-            b'\n' => {
-                push(start, i);
-                start = i + 1;
-            }
-            b'.' | b'!' | b'?' if i + 1 < b.len() && space_at(text, i + 1) => {
-                push(start, i + 1);
-                start = i + 1;
-            }
-            _ => {}
+    loop {
+        let i = match (stops.peek(), breaks.peek()) {
+            (Some(&s), Some(&n)) if s < n => stops.next(),
+            (_, Some(_)) => breaks.next(),
+            (Some(_), None) => stops.next(),
+            (None, None) => None,
+        };
+        let Some(i) = i else { break };
+        if b[i] == b'\n' {
+            push(start, i);
+            start = i + 1;
+        } else if i + 1 < b.len() && space_at(text, i + 1) {
+            push(start, i + 1);
+            start = i + 1;
         }
     }
     push(start, b.len());
@@ -778,6 +786,45 @@ mod tests {
             }
         }
         out
+    }
+
+    /// The sentences as [`sentences`]' comment states them, character by
+    /// character.
+    fn sentences_as_specified(text: &str) -> Vec<(usize, usize)> {
+        let chars: Vec<(usize, char)> = text.char_indices().collect();
+        let mut cuts = Vec::new();
+        for (k, &(i, c)) in chars.iter().enumerate() {
+            if c == '\n' {
+                cuts.push((i, i + 1));
+            } else if matches!(c, '.' | '!' | '?')
+                && chars.get(k + 1).is_some_and(|n| n.1.is_whitespace())
+            {
+                cuts.push((i + 1, i + 1));
+            }
+        }
+        cuts.push((text.len(), text.len()));
+        let mut out = Vec::new();
+        let mut start = 0;
+        for (end, next) in cuts {
+            let piece = &text[start..end];
+            let t = piece.trim();
+            if t.chars().count() >= MIN_CHARS {
+                let s = start + (piece.len() - piece.trim_start().len());
+                out.push((s, s + t.len()));
+            }
+            start = next;
+        }
+        out
+    }
+
+    #[test]
+    fn sentences_follow_their_specification() {
+        use proptest::prelude::*;
+        proptest!(ProptestConfig::with_cases(2000), |(text in "[a-c .!?\n\t\u{a0}\u{2028}\u{e9}]{0,120}")| {
+            let mut got = Vec::new();
+            sentences(&text, |s, e| got.push((s, e)));
+            prop_assert_eq!(got, sentences_as_specified(&text), "{:?}", text);
+        });
     }
 
     /// The byte-level tokeniser gives the tokens its specification gives, on
