@@ -28,14 +28,30 @@ pub const B64_MIN: usize = 16;
 /// Shortest candidate hex run: 8 bytes (16 digits).
 pub const HEX_MIN: usize = 8;
 
+/// Bit 0: a byte of the standard base64 alphabet, bit 1: of the URL-safe
+/// one (without padding). One load a byte where the run scan tested both
+/// alphabets byte by byte (about 40 M instructions of a bench run).
+static B64_CLASS: [u8; 256] = {
+    let mut t = [0u8; 256];
+    let mut i = 0;
+    while i < 256 {
+        let b = i as u8;
+        let alnum = b.is_ascii_alphanumeric();
+        t[i] = (alnum || b == b'+' || b == b'/') as u8
+            | (((alnum || b == b'_' || b == b'-') as u8) << 1);
+        i += 1;
+    }
+    t
+};
+
 /// A byte of the standard base64 alphabet (without padding).
 fn b64_std(b: u8) -> bool {
-    b.is_ascii_alphanumeric() || b == b'+' || b == b'/'
+    B64_CLASS[usize::from(b)] & 1 != 0
 }
 
 /// A byte of the URL-safe base64 alphabet (without padding).
 fn b64_url(b: u8) -> bool {
-    b.is_ascii_alphanumeric() || b == b'_' || b == b'-'
+    B64_CLASS[usize::from(b)] & 2 != 0
 }
 
 /// Length of the run of `class` bytes at the start of `bytes`.
@@ -416,6 +432,16 @@ mod tests {
     }
 
     /// The byte loops find exactly what the regexes they replace find.
+    /// The class table is the two alphabets, byte for byte.
+    #[test]
+    fn class_table_is_the_alphabets() {
+        for b in 0..=255u8 {
+            let alnum = b.is_ascii_alphanumeric();
+            assert_eq!(b64_std(b), alnum || b == b'+' || b == b'/', "{b}");
+            assert_eq!(b64_url(b), alnum || b == b'_' || b == b'-', "{b}");
+        }
+    }
+
     #[test]
     fn runs_equal_the_regexes() {
         use proptest::prelude::*;
