@@ -12,7 +12,10 @@
 //! the memo is the engine's.
 //!
 //! Run: `cargo bench --bench rules`. `MCPLINT_BENCH_ONLY=real` or
-//! `MCPLINT_BENCH_ONLY=generated` runs one of the two (for profiling). Prints tools per second by wall clock and,
+//! `MCPLINT_BENCH_ONLY=generated` runs one of the two corpora, and
+//! `MCPLINT_BENCH_MEMO=on` or `off` one of the two modes (for profiling, e.g.
+//! under `valgrind --tool=callgrind --toggle-collect=mcplint::rules::engine::Engine::check`,
+//! where each mode is one warm-up check and three more). Prints tools per second by wall clock and,
 //! on Linux, by the thread's own CPU time (steadier on a busy machine, where
 //! the wall clock also counts time spent waiting for a core).
 
@@ -29,12 +32,18 @@ fn thread_cpu() -> Option<Duration> {
     Some(Duration::from_nanos(ns))
 }
 
-/// [`bench_once`] with the memo on, then off.
+/// [`bench_once`] with the memo on, then off (`MCPLINT_BENCH_MEMO=on` or
+/// `off` runs one of the two, for instruction counts of one mode).
 fn bench(name: &str, engine: &mut Engine, inputs: &[Loaded], min: Duration) {
-    engine.set_memo(true);
-    bench_once(name, engine, inputs, min);
-    engine.set_memo(false);
-    bench_once(&format!("{name} (no memo)"), engine, inputs, min);
+    let memo = std::env::var("MCPLINT_BENCH_MEMO").unwrap_or_default();
+    if memo != "off" {
+        engine.set_memo(true);
+        bench_once(name, engine, inputs, min);
+    }
+    if memo != "on" {
+        engine.set_memo(false);
+        bench_once(&format!("{name} (no memo)"), engine, inputs, min);
+    }
     engine.set_memo(true);
 }
 
