@@ -15,7 +15,7 @@
 //! `MCPLINT_BENCH_ONLY=generated` runs one of the two corpora, and
 //! `MCPLINT_BENCH_MEMO=on` or `off` one of the two modes (for profiling, e.g.
 //! under `valgrind --tool=callgrind --toggle-collect=mcplint::rules::engine::Engine::check`,
-//! where each mode is one warm-up check and three more). Prints tools per second by wall clock and,
+//! where each mode is one warm-up check and at least three more). Prints tools per second by wall clock and,
 //! on Linux, by the thread's own CPU time (steadier on a busy machine, where
 //! the wall clock also counts time spent waiting for a core).
 
@@ -36,6 +36,10 @@ fn thread_cpu() -> Option<Duration> {
 /// `off` runs one of the two, for instruction counts of one mode).
 fn bench(name: &str, engine: &mut Engine, inputs: &[Loaded], min: Duration) {
     let memo = std::env::var("MCPLINT_BENCH_MEMO").unwrap_or_default();
+    assert!(
+        matches!(memo.as_str(), "" | "on" | "off"),
+        "MCPLINT_BENCH_MEMO is on or off, not {memo:?}"
+    );
     if memo != "off" {
         engine.set_memo(true);
         bench_once(name, engine, inputs, min);

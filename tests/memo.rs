@@ -103,12 +103,12 @@ fn one_text_in_different_places_gets_its_own_findings() {
     let (with, without) = both(&[], &loaded, false);
     assert_same(&with, &without, "one text in many places");
     // The text is flagged in every place, each at its own bytes.
-    let spans: std::collections::BTreeSet<_> = with
+    let pointers: std::collections::BTreeSet<_> = with
         .iter()
         .filter(|f| f.rule == "ignore-previous-instructions")
         .map(|f| f.pointer.clone())
         .collect();
-    assert!(spans.len() >= 7, "{spans:?}");
+    assert!(pointers.len() >= 7, "{pointers:?}");
     assert!(
         with.iter()
             .any(|f| f.rule == "sentence-in-value" && f.pointer.contains("/enum/")),
@@ -161,4 +161,81 @@ no_match = ["a horse"]
         .map(|f| f.pointer.as_str())
         .collect();
     assert_eq!(flagged, ["/tools/0/description", "/tools/2/description"]);
+}
+
+/// A text rule that breaks the memo's assumptions while claiming to read
+/// the text only: it reports on the tool rather than the field, and pushes a
+/// finding past `Sink::emit`. The engine notices and does not reuse what it
+/// cannot place again.
+struct Unplaceable(mcplint::rules::RuleMeta);
+
+impl mcplint::rules::Rule for Unplaceable {
+    fn meta(&self) -> &mcplint::rules::RuleMeta {
+        &self.0
+    }
+    fn levels(&self) -> mcplint::rules::engine::Levels {
+        mcplint::rules::engine::Levels::TEXT
+    }
+    fn text_context(&self, _path: &str) -> Option<u32> {
+        Some(0)
+    }
+    fn check_text(
+        &self,
+        scope: &mcplint::rules::engine::Scope<'_>,
+        field: &mcplint::rules::engine::Field<'_>,
+        _norm: &mcplint::rules::normalize::Normalized,
+        out: &mut mcplint::rules::engine::Sink,
+    ) {
+        if field.text.contains("zebra") {
+            let tool = scope.server.tools.last().map_or(field.node, |t| t.node);
+            out.emit(scope, &self.0, tool, None, "zebra", "zebra");
+        }
+        if field.text.contains("horse") {
+            out.push(
+                &self.0,
+                format!("{}#{}", scope.loaded.display_path(), field.path),
+                None,
+                mcplint::finding::Subject::Server,
+                None,
+                String::new(),
+                mcplint::finding::ByteSpan::new(0, 0),
+                (1, 1),
+                "horse".into(),
+                "horse".into(),
+            );
+        }
+    }
+}
+
+#[test]
+fn findings_that_cannot_be_placed_again_are_not_reused() {
+    use mcplint::finding::{Confidence, Severity};
+    let meta = mcplint::rules::RuleMeta::code(
+        "unplaceable",
+        "test rule",
+        Severity::Low,
+        Confidence::Low,
+        &[],
+        "",
+        ["", "", "", ""],
+    );
+    let patterns = mcplint::rules::PatternSet::compile(Vec::new()).expect("no patterns");
+    let mut e = Engine::new(vec![Box::new(Unplaceable(meta))], patterns).expect("engine");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("zoo.json");
+    std::fs::write(
+        &path,
+        r#"{"tools": [
+  {"name": "a", "description": "A zebra and a horse."},
+  {"name": "b", "description": "A zebra and a horse."}
+]}"#,
+    )
+    .expect("write");
+    let loaded = load_all(&[path.display().to_string()], &LoadOptions::default()).expect("loads");
+    let with = e.check(&loaded, false);
+    e.set_memo(false);
+    let without = e.check(&loaded, false);
+    assert_same(&with, &without, "unplaceable findings");
+    // Both zebras land on the last tool, the same place: one finding.
+    assert_eq!(with.len(), 3, "{with:#?}");
 }

@@ -14,7 +14,7 @@ use std::path::PathBuf;
 
 use crate::finding::{ByteSpan, Confidence, Finding, LineIndex, Related, Severity, Subject};
 use crate::manifest::{Document, Kind, Loaded, NodeId, Server, Tool};
-use crate::rules::memo::TextMemo;
+use crate::rules::memo::{Range, Recorded, TextMemo};
 use crate::rules::normalize::{normalize_text_into, Normalized, RunCounter};
 use crate::rules::pattern::PatternSet;
 
@@ -138,14 +138,15 @@ pub struct Sink {
     lines: Option<(usize, Lines)>,
     /// Set while the engine checks text decoded from a blob of a field.
     within: Option<crate::rules::decoded::Within>,
-    /// Set while the engine checks one field's text: each finding reported
-    /// (its index) with the decoded range it covers, for
-    /// [`crate::rules::memo::TextMemo`].
-    recording: Option<Vec<(usize, Decoded)>>,
+    /// Set while the engine checks one field's text: the number of findings
+    /// before it, and each finding reported since (its index, node and the
+    /// decoded range it covers), for [`crate::rules::memo::TextMemo`].
+    recording: Option<(usize, Vec<Emitted>)>,
 }
 
-/// A range of a field's decoded text (None: the whole field).
-type Decoded = Option<(usize, usize)>;
+/// A finding reported while recording: its index among the findings, its
+/// node, and the decoded range it covers.
+type Emitted = (usize, NodeId, Range);
 
 /// Line/column lookups in one text. Findings mostly come in document order
 /// (a tool's findings a little out of order), so a cursor moves from one to
@@ -235,8 +236,8 @@ impl Sink {
             Some(w) => Some((w.decoded.start, w.decoded.end)),
             None => decoded,
         };
-        if let Some(r) = &mut self.recording {
-            r.push((self.findings.len(), decoded));
+        if let Some((_, r)) = &mut self.recording {
+            r.push((self.findings.len(), node, decoded));
         }
         let (span, pointer, line_col) = self.locate(scope, node, decoded);
         let (subject, name) = self.subject.clone().unwrap_or((Subject::Server, None));
@@ -270,7 +271,7 @@ impl Sink {
         &mut self,
         scope: &Scope<'_>,
         node: NodeId,
-        decoded: Option<(usize, usize)>,
+        decoded: Range,
     ) -> (ByteSpan, String, (usize, usize)) {
         let doc = scope.doc;
         let span = match decoded {
@@ -295,32 +296,52 @@ impl Sink {
 
     /// Starts recording what is reported (see [`Sink::recording`]).
     fn start_recording(&mut self) {
-        self.recording = Some(Vec::new());
+        self.recording = Some((self.findings.len(), Vec::new()));
     }
 
-    /// Stops recording and returns each finding reported since
-    /// [`Sink::start_recording`] with the decoded range it covers.
-    /// None if one of them has related spans: those point at other nodes,
-    /// and cannot be placed again.
-    fn take_recorded(&mut self) -> Option<Vec<crate::rules::memo::Recorded>> {
-        let recorded = self.recording.take().unwrap_or_default();
+    /// Stops recording and returns what was reported on `node` since
+    /// [`Sink::start_recording`], without its place. None when it cannot be
+    /// placed again: a finding with related spans (they point at other
+    /// nodes), one on another node, or one reported other than through
+    /// [`Sink::emit`] (findings pushed directly, or removed).
+    fn take_recorded(&mut self, node: NodeId) -> Option<Vec<Recorded>> {
+        let (from, recorded) = self.recording.take()?;
+        if recorded.len() != self.findings.len().checked_sub(from)? {
+            return None;
+        }
         recorded
             .into_iter()
-            .map(|(i, d)| {
-                let f = &self.findings[i];
-                f.related.is_empty().then(|| (f.clone(), d))
+            .zip(from..)
+            .map(|((i, n, range), expected)| {
+                let f = self.findings.get(i)?;
+                (i == expected && n == node && f.related.is_empty()).then(|| Recorded {
+                    rule: f.rule.clone(),
+                    severity: f.severity,
+                    confidence: f.confidence,
+                    message: f.message.clone(),
+                    help: f.help.clone(),
+                    label: f.label.clone(),
+                    notes: f.notes.clone(),
+                    range,
+                })
             })
             .collect()
     }
 
     /// Reports again, on node `node` of the current subject, findings recorded
     /// for an equal text elsewhere: rule, message, label and notes as they
-    /// were, the place found anew.
-    fn replay(&mut self, scope: &Scope<'_>, node: NodeId, found: &[crate::rules::memo::Recorded]) {
+    /// were, the place found anew. (Every field is named, so that a new field
+    /// of [`Finding`] has to be thought about here.)
+    fn replay(&mut self, scope: &Scope<'_>, node: NodeId, found: &[Recorded]) {
         let (subject, name) = self.subject.clone().unwrap_or((Subject::Server, None));
-        for (f, decoded) in found {
-            let (span, pointer, (line, column)) = self.locate(scope, node, *decoded);
+        for r in found {
+            let (span, pointer, (line, column)) = self.locate(scope, node, r.range);
             self.findings.push(Finding {
+                rule: r.rule.clone(),
+                severity: r.severity,
+                confidence: r.confidence,
+                message: r.message.clone(),
+                help: r.help.clone(),
                 path: scope.loaded.display_path(),
                 server: Some(scope.server.name.clone()),
                 subject,
@@ -329,7 +350,9 @@ impl Sink {
                 span,
                 line,
                 column,
-                ..f.clone()
+                label: r.label.clone(),
+                related: Vec::new(),
+                notes: r.notes.clone(),
             });
         }
     }
@@ -479,10 +502,11 @@ pub trait Rule: Send + Sync {
     /// Once per object schema inside a tool's input or output schema (the root
     /// included). A finding points at a node, whose pointer says where it is.
     fn check_schema(&self, _scope: &Scope<'_>, _tool: &Tool, _schema: NodeId, _out: &mut Sink) {}
-    /// Once per model-visible text field, with its normalised text. What it
-    /// reports must follow from the field's text, whether it is a key, and
-    /// [`Rule::text_context`] of its path: the engine reuses the findings of
-    /// a text for an equal one elsewhere (see [`crate::rules::memo`]).
+    /// Once per model-visible text field, with its normalised text. A rule
+    /// whose [`Rule::text_context`] is not None promises that what it reports
+    /// here follows from the field's text, whether it is a key, and that
+    /// context: the engine then reuses the findings of a text for an equal
+    /// one elsewhere (see [`crate::rules::memo`]).
     fn check_text(
         &self,
         _scope: &Scope<'_>,
@@ -491,13 +515,15 @@ pub trait Rule: Send + Sync {
         _out: &mut Sink,
     ) {
     }
-    /// What [`Rule::check_text`] reads of a field's path, as a number: a
-    /// text's findings are reused for an equal text only where every rule
-    /// gives the same number. 0 (the default) says the path does not matter;
-    /// a rule whose findings depend on it returns a value that tells apart
-    /// the paths it treats differently.
-    fn text_context(&self, _path: &str) -> u32 {
-        0
+    /// What [`Rule::check_text`] reads of a field at `path` besides its text
+    /// and whether it is a key, as a number: a text's findings are reused for
+    /// an equal text only where every text rule gives the same number. `Some(0)`
+    /// says nothing more is read; a rule whose findings depend on the path
+    /// returns a value that tells apart the paths it treats differently.
+    /// None, the default, says the findings may depend on anything (the
+    /// node, the server, the tool): fields are then checked afresh each time.
+    fn text_context(&self, _path: &str) -> Option<u32> {
+        None
     }
     /// Once per group of servers that belong to one agent (two or more).
     fn check_agent(&self, _servers: &[Scope<'_>], _out: &mut Sink) {}
@@ -837,19 +863,23 @@ impl Engine {
         }
         let ctx = memo.context();
         ctx.push(u32::from(field.is_key));
-        ctx.extend(
-            self.text_rules
-                .iter()
-                .map(|&i| self.rules[i].text_context(field.path)),
-        );
+        for &i in &self.text_rules {
+            match self.rules[i].text_context(field.path) {
+                Some(c) => ctx.push(c),
+                None => return self.check_field_afresh(scope, field, tool, norm, sink),
+            }
+        }
         self.patterns.context(field.path, tool, ctx);
         if let Some(found) = memo.get(&field.text) {
             sink.replay(scope, field.node, found);
             return;
         }
+        if !memo.has_room(field.text.len()) {
+            return self.check_field_afresh(scope, field, tool, norm, sink);
+        }
         sink.start_recording();
         self.check_field_afresh(scope, field, tool, norm, sink);
-        if let Some(found) = sink.take_recorded() {
+        if let Some(found) = sink.take_recorded(field.node) {
             memo.insert(&field.text, found);
         }
     }

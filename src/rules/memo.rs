@@ -4,53 +4,110 @@
 //! 69% of the model-visible fields (36% of their bytes) are a text already
 //! seen in the same check (`"The ID of the project"`, a parameter named
 //! `limit`, an enum of formats), and an audit of several versions of one
-//! server repeats nearly everything. The text rules (the declarative rules,
-//! the learned rule, hidden-content checks) read a field's text, whether it
-//! is a key, and what [`crate::rules::engine::Rule::text_context`] and
-//! [`crate::rules::pattern::PatternSet::context`] say they read of its path
-//! and tool, and nothing else. So the engine keys their findings on exactly
-//! that, and for an equal key places the same findings (rule, message,
-//! notes, and the span within the decoded text) on the new field's bytes.
+//! server repeats nearly everything. The built-in text rules (the declarative
+//! rules, the learned rule, hidden-content checks) read a field's text,
+//! whether it is a key, and what [`crate::rules::engine::Rule::text_context`]
+//! and [`crate::rules::pattern::PatternSet::context`] say they read of its
+//! path and tool, and nothing else. So the engine keys their findings on
+//! exactly that, and for an equal key places the same findings (rule,
+//! message, notes, and the range within the decoded text) on the new field's
+//! bytes. A rule that does not declare what it reads (`text_context` gives
+//! `None`) turns the memo off for the fields it is asked about.
 //!
 //! The memo lives for one [`crate::rules::engine::Engine::check`] and holds
-//! at most [`MAX_BYTES`] of text, so a huge input costs at most that much
-//! more memory; beyond it fields are checked afresh.
+//! about [`MAX_BYTES`] at most (texts, findings, and an allowance for each
+//! entry's bookkeeping); beyond that, fields are checked afresh.
 
 use std::collections::HashMap;
 
 use foldhash::fast::RandomState;
 
-use crate::finding::Finding;
+use crate::finding::{Confidence, Severity};
 
-/// Most bytes of text kept as keys (beyond them nothing more is kept).
+/// The memo's default budget in bytes.
 pub const MAX_BYTES: usize = 64 << 20;
 
-/// One finding of a text, to be placed again: the finding as first reported
-/// (its location fields are replaced on reuse) and the range of the decoded
-/// text it covers (None: the whole field).
-pub type Recorded = (Finding, Option<(usize, usize)>);
+/// What an entry costs besides its text and findings' strings (the key's
+/// allocation, the hash slot, the vector's header), counted against the
+/// budget so that many short texts cannot exceed it.
+const ENTRY_BYTES: usize = 96;
+
+/// A range of a field's decoded text (None: the whole field).
+pub type Range = Option<(usize, usize)>;
+
+/// One finding of a text, without its place: what a replay copies. The place
+/// (file, server, subject, pointer, span, line) is found anew for each field.
+#[derive(Clone, Debug)]
+pub struct Recorded {
+    /// The rule's id.
+    pub rule: String,
+    /// Its severity as reported.
+    pub severity: Severity,
+    /// Its confidence.
+    pub confidence: Confidence,
+    /// The message, as the rule left it.
+    pub message: String,
+    /// The help text.
+    pub help: Option<String>,
+    /// The primary span's label.
+    pub label: String,
+    /// The notes, as the rule left them.
+    pub notes: Vec<String>,
+    /// The range of the decoded text the finding covers.
+    pub range: Range,
+}
+
+impl Recorded {
+    /// Bytes counted against the memo's budget.
+    fn size(&self) -> usize {
+        ENTRY_BYTES
+            + self.rule.len()
+            + self.message.len()
+            + self.help.as_ref().map_or(0, String::len)
+            + self.label.len()
+            + self.notes.iter().map(String::len).sum::<usize>()
+    }
+}
 
 /// Text → its findings. foldhash costs a fraction of SipHash on short
-/// strings (the std hasher took 7% of a check here); it is seeded per
-/// process, so a manifest cannot be written to make its texts collide.
+/// strings (the std hasher took 7% of a check here); its seed is random per
+/// process, which is enough for a run over files that cannot see it.
 type Texts = HashMap<Box<str>, Vec<Recorded>, RandomState>;
 
 /// The findings of every text checked so far in one check.
-#[derive(Default)]
 pub struct TextMemo {
     /// The context of the field being checked (see [`TextMemo::context`]).
     context: Vec<u32>,
     /// Per context (see [`TextMemo::context`]): text → its findings.
     /// Contexts are few (key or value, a value slot, a user rule's globs):
-    /// a list searched from the one used last.
+    /// a list searched once per field.
     map: Vec<(Box<[u32]>, Texts)>,
     /// The index in `map` of the current context, if it is there.
     current: Option<usize>,
-    /// Bytes of text held as keys.
+    /// Bytes counted so far.
     bytes: usize,
+    /// The budget.
+    budget: usize,
+}
+
+impl Default for TextMemo {
+    fn default() -> Self {
+        TextMemo::with_budget(MAX_BYTES)
+    }
 }
 
 impl TextMemo {
+    /// A memo that keeps about `budget` bytes at most.
+    pub fn with_budget(budget: usize) -> Self {
+        TextMemo {
+            context: Vec::new(),
+            map: Vec::new(),
+            current: None,
+            bytes: 0,
+            budget,
+        }
+    }
+
     /// The context of the next [`TextMemo::get`] and [`TextMemo::insert`],
     /// emptied for the caller to fill: whether the field is a key, and what
     /// the rules read of its path and tool, as the engine builds it (the same
@@ -67,6 +124,12 @@ impl TextMemo {
         self.map[i].1.get(text).map(Vec::as_slice)
     }
 
+    /// True if a text of `len` bytes still fits (so that a full memo costs
+    /// no recording).
+    pub fn has_room(&self, len: usize) -> bool {
+        self.bytes + ENTRY_BYTES + len <= self.budget
+    }
+
     /// The index of the current context in `map`, found once per field.
     fn find_context(&mut self) -> Option<usize> {
         if self.current.is_none() {
@@ -75,13 +138,14 @@ impl TextMemo {
         self.current
     }
 
-    /// Records the findings of `text` in the current context, unless the
-    /// memo is full.
+    /// Records the findings of `text` in the current context, unless they
+    /// do not fit.
     pub fn insert(&mut self, text: &str, found: Vec<Recorded>) {
-        if self.bytes + text.len() > MAX_BYTES {
+        let size = ENTRY_BYTES + text.len() + found.iter().map(Recorded::size).sum::<usize>();
+        if self.bytes + size > self.budget {
             return;
         }
-        self.bytes += text.len();
+        self.bytes += size;
         let i = match self.find_context() {
             Some(i) => i,
             None => {
@@ -117,15 +181,29 @@ mod tests {
     }
 
     #[test]
-    fn stops_keeping_beyond_its_bound() {
-        let mut m = TextMemo::default();
+    fn stops_keeping_beyond_its_budget() {
+        let finding = Recorded {
+            rule: "r".into(),
+            severity: Severity::Low,
+            confidence: Confidence::Low,
+            message: "m".repeat(100),
+            help: None,
+            label: String::new(),
+            notes: vec!["n".repeat(50)],
+            range: None,
+        };
+        // Room for one short text with its finding, not for two.
+        let one = ENTRY_BYTES + 3 + finding.size();
+        let mut m = TextMemo::with_budget(one + ENTRY_BYTES + 2);
         at(&mut m, &[0]);
-        let big = "x".repeat(MAX_BYTES - 3);
-        m.insert(&big, Vec::new());
-        assert!(m.get(&big).is_some());
-        m.insert("abcd", Vec::new());
-        assert!(m.get("abcd").is_none(), "over the bound: not kept");
-        m.insert("abc", Vec::new());
-        assert!(m.get("abc").is_some(), "exactly at the bound: kept");
+        assert!(m.has_room(3));
+        m.insert("abc", vec![finding.clone()]);
+        assert!(m.get("abc").is_some());
+        assert!(!m.has_room(3), "the findings count too");
+        m.insert("def", vec![finding]);
+        assert!(m.get("def").is_none(), "over the budget: not kept");
+        assert!(m.has_room(2));
+        m.insert("gh", Vec::new());
+        assert!(m.get("gh").is_some(), "exactly at the budget: kept");
     }
 }

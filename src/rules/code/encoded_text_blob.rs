@@ -38,6 +38,11 @@ impl Rule for EncodedTextBlob {
         crate::rules::engine::Levels::TEXT
     }
 
+    /// Reads the text only.
+    fn text_context(&self, _path: &str) -> Option<u32> {
+        Some(0)
+    }
+
     fn check_text(&self, scope: &Scope<'_>, field: &Field<'_>, norm: &Normalized, out: &mut Sink) {
         let text = field.text.as_ref();
         // Both regexes need 32 bytes of the base64 alphabet in a row (hex

@@ -53,6 +53,11 @@ impl Rule for HtmlComment {
         crate::rules::engine::Levels::TEXT
     }
 
+    /// Reads the text only.
+    fn text_context(&self, _path: &str) -> Option<u32> {
+        Some(0)
+    }
+
     fn check_text(&self, scope: &Scope<'_>, field: &Field<'_>, norm: &Normalized, out: &mut Sink) {
         // Most text has neither `<` nor `]`: memchr answers that before the
         // substring searches (whose set-up costs more than the search itself

@@ -109,6 +109,13 @@ mod tests {
                 (false, true) => "Levels::SCHEMA",
                 (false, false) => "Levels::NONE",
             };
+            // A text rule says what it reads besides the text, or the memo
+            // (`rules::memo`) is off for every field.
+            assert!(
+                !src.contains("fn check_text") || src.contains("fn text_context"),
+                "{}: a text rule without `text_context`",
+                path.display()
+            );
             assert!(
                 src.contains(declared),
                 "{}: expected `{declared}`",

@@ -208,8 +208,8 @@ fn word_token(w: &str, underscore: bool) -> Option<&str> {
 /// Calls `tok` with each token of a lower-cased sentence: `<code>` for a
 /// backtick span of up to 60 characters, `<url>`, `<email>`, `<homepath>` for
 /// chunks that look like them, else the words of the chunk (runs of ASCII
-/// lower-case letters, digits, `_` and `'`, and of other alphanumeric
-/// characters). Byte by byte: every byte the rules look at is ASCII, and only
+/// lower-case letters, digits, `_` and `'`, and of other letters, numbers
+/// and combining marks). Byte by byte: every byte the rules look at is ASCII, and only
 /// the other characters are decoded.
 fn tokens<'a>(s: &'a str, mut tok: impl FnMut(&'a str)) {
     let b = s.as_bytes();
@@ -299,7 +299,7 @@ fn tokens<'a>(s: &'a str, mut tok: impl FnMut(&'a str)) {
 }
 
 /// Calls `tok` with the token of each word of `chunk`: runs of word bytes
-/// and non-ASCII alphanumerics.
+/// and non-ASCII letters, numbers and combining marks.
 fn words<'a>(chunk: &'a str, tok: &mut impl FnMut(&'a str)) {
     let cb = chunk.as_bytes();
     let n = cb.len();
@@ -538,6 +538,11 @@ impl Rule for PoisoningLikeSentence {
 
     fn levels(&self) -> crate::rules::engine::Levels {
         crate::rules::engine::Levels::TEXT
+    }
+
+    /// Reads the text only.
+    fn text_context(&self, _path: &str) -> Option<u32> {
+        Some(0)
     }
 
     fn check_text(&self, scope: &Scope<'_>, field: &Field<'_>, norm: &Normalized, out: &mut Sink) {

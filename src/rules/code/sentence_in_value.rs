@@ -43,8 +43,8 @@ impl Rule for SentenceInValue {
     }
 
     /// The value slot's word limit (0 for fields that are no value slot).
-    fn text_context(&self, path: &str) -> u32 {
-        limit(path).map_or(0, |m| m as u32)
+    fn text_context(&self, path: &str) -> Option<u32> {
+        Some(limit(path).map_or(0, |m| m as u32))
     }
 
     fn check_text(&self, scope: &Scope<'_>, field: &Field<'_>, norm: &Normalized, out: &mut Sink) {

@@ -57,6 +57,11 @@ impl Rule for WhitespacePadding {
         crate::rules::engine::Levels::TEXT
     }
 
+    /// Reads the text only.
+    fn text_context(&self, _path: &str) -> Option<u32> {
+        Some(0)
+    }
+
     fn check_text(&self, scope: &Scope<'_>, field: &Field<'_>, norm: &Normalized, out: &mut Sink) {
         let text = field.text.as_ref();
         // A run long enough to report has at least `NEWLINES` characters, so
