@@ -121,7 +121,7 @@ static CLASS: [u8; 256] = {
     t
 };
 
-/// What one pass over a text tells (see [`runs`]).
+/// What one pass over a text tells (see `runs`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Runs {
     /// Longest run of base64-alphabet bytes.
@@ -145,7 +145,7 @@ fn runs(s: &str) -> Runs {
     c.finish()
 }
 
-/// [`runs`] a byte at a time, so that another loop over the same bytes (the
+/// `runs` a byte at a time, so that another loop over the same bytes (the
 /// pattern prefilter's automaton, which waits on a load per byte) can count
 /// them for free: see [`normalize_text_into`].
 #[derive(Clone, Copy, Debug, Default)]

@@ -285,7 +285,7 @@ impl Qmp {
 
 /// Migrates the running VM to `uri_path` (a path inside the sandbox)
 /// through QMP and waits until that is complete; QEMU then holds the VM
-/// paused. `start` and [`MAKE_LIMIT`] bound the wait.
+/// paused. `start` and `MAKE_LIMIT` bound the wait.
 pub fn save_over_qmp(socket: &Path, uri_path: &str, start: Instant) -> Result<Qmp, String> {
     let mut qmp = Qmp::connect(socket)?;
     // QEMU caps a migration at 128 MiB/s by default, a limit meant for
