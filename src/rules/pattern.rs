@@ -47,7 +47,7 @@
 
 use std::path::{Path, PathBuf};
 
-use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
+use globset::{Glob, GlobBuilder, GlobSet, GlobSetBuilder};
 use miette::{NamedSource, SourceSpan};
 use regex::{Regex, RegexBuilder};
 use regex_automata::{meta, Anchored, Input};
@@ -306,6 +306,10 @@ pub struct PatternSet {
     byte_gates: Vec<Vec<(u32, u64)>>,
     /// The rules with `applies_to` or `tools` globs (see [`PatternSet::context`]).
     globbed: Vec<u32>,
+    /// Their `applies_to` globs, as one set.
+    applies_index: GlobIndex,
+    /// Their `tools` globs, as one set.
+    tools_index: GlobIndex,
 }
 
 /// A literal automaton and what each of its match states means.
@@ -804,11 +808,12 @@ fn glob_set(
     name: &str,
     text: &str,
     globs: &[toml::Spanned<String>],
-) -> Result<Option<GlobSet>, RuleFileError> {
+) -> Result<Option<(GlobSet, Vec<Glob>)>, RuleFileError> {
     if globs.is_empty() {
         return Ok(None);
     }
     let mut b = GlobSetBuilder::new();
+    let mut all = Vec::new();
     for g in globs {
         let glob = GlobBuilder::new(g.get_ref())
             .literal_separator(true)
@@ -822,11 +827,45 @@ fn glob_set(
                     "this glob",
                 )
             })?;
-        b.add(glob);
+        b.add(glob.clone());
+        all.push(glob);
     }
     b.build()
-        .map(Some)
+        .map(|set| Some((set, all)))
         .map_err(|e| RuleFileError::new(name, text, None, format!("bad globs: {e}"), ""))
+}
+
+/// The `applies_to` (or `tools`) globs of every rule that has some, as one
+/// set: one match a field tells which rules take it in (see
+/// [`PatternSet::context`]), where a set per rule cost one match per rule.
+struct GlobIndex {
+    set: GlobSet,
+    /// The rule (an index into [`PatternSet`]'s `globbed`) of each glob.
+    owner: Vec<u32>,
+}
+
+impl GlobIndex {
+    fn new(globs: Vec<(u32, Glob)>) -> Result<GlobIndex, RuleFileError> {
+        let mut b = GlobSetBuilder::new();
+        let mut owner = Vec::with_capacity(globs.len());
+        for (o, g) in globs {
+            b.add(g);
+            owner.push(o);
+        }
+        let set = b
+            .build()
+            .map_err(|e| RuleFileError::plain("rules", format!("bad globs: {e}")))?;
+        Ok(GlobIndex { set, owner })
+    }
+
+    /// Sets `hit[k]` for each rule `k` with a glob that matches `s`.
+    fn mark(&self, s: &str, scratch: &mut Vec<usize>, hit: &mut [bool]) {
+        scratch.clear();
+        self.set.matches_into(s, scratch);
+        for &g in scratch.iter() {
+            hit[self.owner[g] as usize] = true;
+        }
+    }
 }
 
 /// Compiles a rule pattern. `\b` becomes an ASCII word boundary: a Unicode
@@ -946,6 +985,10 @@ impl PatternSet {
         let mut gate_bit: Vec<u32> = Vec::new();
         let mut need = Vec::new();
         let mut patterns = 0usize;
+        // The rules with globs, and their globs with the rule's index among them.
+        let mut globbed: Vec<u32> = Vec::new();
+        let mut applies_index: Vec<(u32, Glob)> = Vec::new();
+        let mut tools_index: Vec<(u32, Glob)> = Vec::new();
         for (name, text, origin) in sources {
             let f: RuleFile = toml::from_str(&text).map_err(|e| {
                 let span = e.span();
@@ -1027,8 +1070,14 @@ impl PatternSet {
                     )
                 })?);
             }
-            let applies = glob_set(&name, &text, &f.applies_to)?;
-            let tools = glob_set(&name, &text, &f.tools)?;
+            let (applies, applies_globs) = glob_set(&name, &text, &f.applies_to)?.unzip();
+            let (tools, tools_globs) = glob_set(&name, &text, &f.tools)?.unzip();
+            if applies_globs.is_some() || tools_globs.is_some() {
+                let k = globbed.len() as u32;
+                globbed.push(rules.len() as u32);
+                applies_index.extend(applies_globs.into_iter().flatten().map(|g| (k, g)));
+                tools_index.extend(tools_globs.into_iter().flatten().map(|g| (k, g)));
+            }
             rules.push(PatternRule {
                 meta: RuleMeta {
                     id: id.clone(),
@@ -1086,14 +1135,12 @@ impl PatternSet {
         }
         let full = Prefilter::new(&lits, &gate_bit, |l| !marked.contains(l));
         let ascii = Prefilter::new(&lits, &gate_bit, |l| l.is_ascii() && !marked.contains(l));
-        let globbed = (0..rules.len() as u32)
-            .filter(|&r| {
-                let r = &rules[r as usize];
-                r.applies.is_some() || r.tools.is_some()
-            })
-            .collect();
+        let applies_index = GlobIndex::new(applies_index)?;
+        let tools_index = GlobIndex::new(tools_index)?;
         Ok(PatternSet {
             globbed,
+            applies_index,
+            tools_index,
             rules,
             full,
             ascii,
@@ -1350,11 +1397,29 @@ impl PatternSet {
     /// `applies_to` or `tools` globs takes the field in (nothing when no rule
     /// has globs, as with the built-in ones).
     pub fn context(&self, path: &str, tool: Option<&str>, ctx: &mut Vec<u32>) {
-        ctx.extend(
-            self.globbed
-                .iter()
-                .map(|&r| u32::from(self.rules[r as usize].applies_at(path, tool))),
-        );
+        if self.globbed.is_empty() {
+            return;
+        }
+        thread_local! {
+            static SCRATCH: std::cell::RefCell<(Vec<usize>, Vec<bool>, Vec<bool>)> = Default::default();
+        }
+        SCRATCH.with_borrow_mut(|(found, applies, tools)| {
+            let n = self.globbed.len();
+            applies.clear();
+            applies.resize(n, false);
+            tools.clear();
+            tools.resize(n, false);
+            self.applies_index.mark(path, found, applies);
+            if let Some(t) = tool {
+                self.tools_index.mark(t, found, tools);
+            }
+            for (k, &r) in self.globbed.iter().enumerate() {
+                let r = &self.rules[r as usize];
+                let takes = (r.applies.is_none() || applies[k])
+                    && (r.tools.is_none() || (tool.is_some() && tools[k]));
+                ctx.push(u32::from(takes));
+            }
+        });
     }
 
     /// Runs every rule's own test cases.
@@ -1419,6 +1484,54 @@ mod tests {
     /// normalised text is marked present by the scan, so the gated search
     /// equals the plain one; and most patterns are gated (otherwise the gate
     /// is useless).
+    /// The combined glob sets of [`PatternSet::context`] take a field in
+    /// exactly when each rule's own globs do.
+    #[test]
+    fn context_agrees_with_each_rules_globs() {
+        let rule = |id: &str, globs: &str| {
+            let text = format!(
+                "id = \"{id}\"\nsummary = \"s\"\nseverity = \"low\"\nmessage = \"m\"\n{globs}\npatterns = ['zebra']\n[docs]\nwhat = \"w\"\nwhy = \"w\"\nexample = \"w\"\nremedy = \"w\"\n[tests]\nmatch = [\"zebra\"]\nno_match = [\"horse\"]\n"
+            );
+            (format!("{id}.toml"), text, Origin::Builtin)
+        };
+        let set = PatternSet::compile(vec![
+            rule("plain", ""),
+            rule(
+                "descriptions",
+                "applies_to = [\"tools/*/description\", \"prompts/**\"]",
+            ),
+            rule("getters", "tools = [\"get_*\"]"),
+            rule(
+                "both",
+                "applies_to = [\"tools/*/inputSchema/**\"]\ntools = [\"*_user\", \"x*\"]",
+            ),
+        ])
+        .expect("rules compile");
+        let paths = [
+            "tools/get_user/description",
+            "tools/get_user/inputSchema/properties/id/description",
+            "tools/x/title",
+            "prompts/p/arguments/0/description",
+            "instructions",
+        ];
+        let mut seen = std::collections::BTreeSet::new();
+        for path in paths {
+            for tool in [None, Some("get_user"), Some("xray"), Some("list")] {
+                let mut ctx = Vec::new();
+                set.context(path, tool, &mut ctx);
+                let want: Vec<u32> = set
+                    .rules
+                    .iter()
+                    .filter(|r| r.applies.is_some() || r.tools.is_some())
+                    .map(|r| u32::from(r.applies_at(path, tool)))
+                    .collect();
+                assert_eq!(ctx, want, "{path} {tool:?}");
+                seen.insert(ctx);
+            }
+        }
+        assert!(seen.len() >= 4, "the cases tell the rules apart: {seen:?}");
+    }
+
     #[test]
     fn literal_gate_is_exact() {
         let set = PatternSet::compile(PatternSet::builtin_sources()).expect("rules compile");
