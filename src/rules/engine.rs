@@ -333,6 +333,10 @@ impl Sink {
     /// were, the place found anew. (Every field is named, so that a new field
     /// of [`Finding`] has to be thought about here.)
     fn replay(&mut self, scope: &Scope<'_>, node: NodeId, found: &[Recorded]) {
+        // Most texts have no findings: no copy of the subject's name for them.
+        if found.is_empty() {
+            return;
+        }
         let (subject, name) = self.subject.clone().unwrap_or((Subject::Server, None));
         for r in found {
             let (span, pointer, (line, column)) = self.locate(scope, node, r.range);
