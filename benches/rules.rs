@@ -17,7 +17,11 @@
 //! under `valgrind --tool=callgrind --toggle-collect=mcplint::rules::engine::Engine::check`,
 //! where each mode is one warm-up check and at least three more). Prints tools per second by wall clock and,
 //! on Linux, by the thread's own CPU time (steadier on a busy machine, where
-//! the wall clock also counts time spent waiting for a core).
+//! the wall clock also counts time spent waiting for a core), then the median
+//! and the fastest tenth of the single runs' times. On a shared machine the
+//! fastest tenth is the steadiest figure: other tenants slow whole stretches
+//! of runs down, by up to half. Compare two builds by alternating their bench
+//! binaries and taking the median of the paired ratios of that figure.
 
 use std::time::{Duration, Instant};
 
@@ -62,10 +66,26 @@ fn bench_once(name: &str, engine: &Engine, inputs: &[Loaded], min: Duration) {
     let start = Instant::now();
     let cpu_start = thread_cpu();
     let mut rounds = 0u32;
+    // Each run's own time too (by the wall clock: the thread's CPU time is
+    // counted in whole scheduler ticks): on a shared machine other tenants
+    // slow some runs down in bursts, and the median and the fastest tenth of
+    // the runs are steadier than the mean.
+    let mut each: Vec<Duration> = Vec::new();
     while start.elapsed() < min || rounds < 3 {
+        let before = Instant::now();
         std::hint::black_box(engine.check(std::hint::black_box(inputs), false));
+        each.push(before.elapsed());
         rounds += 1;
     }
+    each.sort_unstable();
+    let spread = match (each.get(each.len() / 2), each.get(each.len() / 10)) {
+        (Some(median), Some(p10)) => format!(
+            "; per run: median {:.1} ms, fastest tenth {:.1} ms",
+            median.as_secs_f64() * 1e3,
+            p10.as_secs_f64() * 1e3
+        ),
+        _ => String::new(),
+    };
     let secs = start.elapsed().as_secs_f64() / f64::from(rounds);
     let cpu = match (cpu_start, thread_cpu()) {
         (Some(a), Some(b)) => {
@@ -79,7 +99,7 @@ fn bench_once(name: &str, engine: &Engine, inputs: &[Loaded], min: Duration) {
         _ => String::new(),
     };
     println!(
-        "{name}: {tools} tools, {findings} findings, {:.1} ms per run, {:.0} tools/s{cpu} ({rounds} runs)",
+        "{name}: {tools} tools, {findings} findings, {:.1} ms per run, {:.0} tools/s{cpu} ({rounds} runs{spread})",
         secs * 1e3,
         tools as f64 / secs
     );
