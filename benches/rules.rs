@@ -13,7 +13,8 @@
 //!
 //! Run: `cargo bench --bench rules`. `MCPLINT_BENCH_ONLY=real` or
 //! `MCPLINT_BENCH_ONLY=generated` runs one of the two corpora, and
-//! `MCPLINT_BENCH_MEMO=on` or `off` one of the two modes (for profiling, e.g.
+//! `MCPLINT_BENCH_MEMO=on` or `off` one of the two modes, and
+//! `MCPLINT_BENCH_THREADS=N` checks the servers on N threads (for profiling, e.g.
 //! under `valgrind --tool=callgrind --toggle-collect=mcplint::rules::engine::Engine::check`,
 //! where each mode is one warm-up check and at least three more). Prints tools per second by wall clock and,
 //! on Linux, by the thread's own CPU time (steadier on a busy machine, where
@@ -29,8 +30,12 @@ use mcplint::manifest::load::{load_all, load_bytes, LoadOptions};
 use mcplint::manifest::Loaded;
 use mcplint::rules::{build_engine, Engine};
 
-/// CPU time this thread has used (Linux: `/proc/thread-self/schedstat`).
+/// CPU time this thread has used (Linux: `/proc/thread-self/schedstat`);
+/// None when the check runs on other threads too, whose time it misses.
 fn thread_cpu() -> Option<Duration> {
+    if std::env::var("MCPLINT_BENCH_THREADS").is_ok_and(|n| n != "1") {
+        return None;
+    }
     let s = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
     let ns: u64 = s.split_whitespace().next()?.parse().ok()?;
     Some(Duration::from_nanos(ns))
@@ -131,6 +136,11 @@ fn main() {
     let patterns = std::env::var_os("MCPLINT_BENCH_CODE_ONLY").is_none();
     let only = std::env::var("MCPLINT_BENCH_ONLY").unwrap_or_default();
     let mut engine = build_engine(&[], patterns).expect("rules compile");
+    // MCPLINT_BENCH_THREADS=N spreads the servers over N threads (the target
+    // is for one, the default).
+    if let Ok(n) = std::env::var("MCPLINT_BENCH_THREADS") {
+        engine.set_threads(n.parse().expect("MCPLINT_BENCH_THREADS is a number"));
+    }
     let opts = LoadOptions::default();
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/datasets/benign");
     let mut pool: Vec<serde_json::Value> = Vec::new();

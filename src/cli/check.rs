@@ -58,6 +58,10 @@ pub struct Args {
     /// across files).
     #[arg(long)]
     pub together: bool,
+    /// Check servers on this many threads (default: one per core). The
+    /// findings and their order do not depend on it.
+    #[arg(long, short = 'j', value_name = "N")]
+    pub jobs: Option<std::num::NonZeroUsize>,
 }
 
 /// Runs the command.
@@ -104,6 +108,10 @@ pub fn run(args: &Args, opts: &LoadOptions) -> Result<i32, LoadError> {
         }
     }
     let loaded = super::load_inputs(&args.paths, opts)?;
+    engine.set_threads(args.jobs.map_or_else(
+        || std::thread::available_parallelism().map_or(1, |n| n.get()),
+        |n| n.get(),
+    ));
     let mut findings = engine.check(&loaded, args.together);
     let mut sources: HashMap<String, Arc<String>> = HashMap::new();
     for l in &loaded {

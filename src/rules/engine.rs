@@ -734,6 +734,8 @@ pub struct Engine {
     metas: Vec<RuleMeta>,
     /// Reuse a text's findings for an equal text ([`crate::rules::memo`]).
     memo: bool,
+    /// Threads [`Engine::check`] spreads the servers over.
+    threads: usize,
 }
 
 impl Engine {
@@ -757,6 +759,7 @@ impl Engine {
             index,
             metas,
             memo: true,
+            threads: 1,
         })
     }
 
@@ -795,6 +798,15 @@ impl Engine {
         self.memo = on;
     }
 
+    /// How many threads [`Engine::check`] may spread the servers over (one
+    /// by default; zero counts as one). The findings are the same, in the
+    /// same order, whatever the number: each server is checked by one
+    /// thread, the servers' findings are put back in input order, and the
+    /// rules over several servers run afterwards on the calling thread.
+    pub fn set_threads(&mut self, n: usize) {
+        self.threads = n.max(1);
+    }
+
     fn enabled(&self, id: &str) -> bool {
         !self.settings.get(id).is_some_and(|s| s.disabled)
     }
@@ -802,27 +814,33 @@ impl Engine {
     /// Runs every rule over `inputs`. Servers of one client config form one
     /// agent; with `together`, all inputs form one agent.
     pub fn check(&self, inputs: &[Loaded], together: bool) -> Vec<Finding> {
-        let mut sink = Sink::default();
-        let mut memo = TextMemo::default();
-        let mut all: Vec<Scope<'_>> = Vec::new();
-        for loaded in inputs {
-            let mut file: Vec<Scope<'_>> = Vec::new();
-            for server in &loaded.servers {
-                let scope = Scope {
+        let scopes: Vec<Scope<'_>> = inputs
+            .iter()
+            .flat_map(|loaded| {
+                loaded.servers.iter().map(move |server| Scope {
                     loaded,
                     doc: &loaded.doc,
                     server,
-                };
-                self.check_server(&scope, &mut sink, &mut memo);
-                file.push(scope);
+                })
+            })
+            .collect();
+        let mut per_server = self.check_servers(&scopes).into_iter();
+        // Each file's servers' findings, then those of the file's servers
+        // as one agent: the order a single thread reports them in.
+        let mut sink = Sink::default();
+        let mut rest = &scopes[..];
+        for loaded in inputs {
+            let (file, after) = rest.split_at(loaded.servers.len());
+            rest = after;
+            for found in per_server.by_ref().take(file.len()) {
+                sink.findings.extend(found);
             }
             if !together && file.len() > 1 {
-                self.check_agent(&file, &mut sink);
+                self.check_agent(file, &mut sink);
             }
-            all.extend(file);
         }
-        if together && all.len() > 1 {
-            self.check_agent(&all, &mut sink);
+        if together && scopes.len() > 1 {
+            self.check_agent(&scopes, &mut sink);
         }
         let mut findings = sink.findings;
         findings.retain(|f| self.enabled(&f.rule));
@@ -836,6 +854,54 @@ impl Engine {
             a.rule == b.rule && a.path == b.path && a.span == b.span && a.message == b.message
         });
         findings
+    }
+
+    /// Each server's own findings (not those over several servers), in the
+    /// order of `scopes`: on this thread with one memo for all, or spread
+    /// over [`Engine::set_threads`] threads, each taking the next server not
+    /// yet taken and keeping a memo of its own.
+    fn check_servers(&self, scopes: &[Scope<'_>]) -> Vec<Vec<Finding>> {
+        let threads = self.threads.min(scopes.len());
+        if threads <= 1 {
+            let mut sink = Sink::default();
+            let mut memo = TextMemo::default();
+            return scopes
+                .iter()
+                .map(|scope| {
+                    self.check_server(scope, &mut sink, &mut memo);
+                    std::mem::take(&mut sink.findings)
+                })
+                .collect();
+        }
+        let next = std::sync::atomic::AtomicUsize::new(0);
+        let worker = || {
+            let mut sink = Sink::default();
+            let mut memo = TextMemo::default();
+            let mut done = Vec::new();
+            loop {
+                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let Some(scope) = scopes.get(i) else {
+                    return done;
+                };
+                self.check_server(scope, &mut sink, &mut memo);
+                done.push((i, std::mem::take(&mut sink.findings)));
+            }
+        };
+        let mut done: Vec<(usize, Vec<Finding>)> = std::thread::scope(|s| {
+            let others: Vec<_> = (1..threads).map(|_| s.spawn(worker)).collect();
+            let mut all = worker();
+            for h in others {
+                // A panic in a rule is a bug; carry it to the caller as a
+                // single thread would.
+                match h.join() {
+                    Ok(d) => all.extend(d),
+                    Err(e) => std::panic::resume_unwind(e),
+                }
+            }
+            all
+        });
+        done.sort_unstable_by_key(|(i, _)| *i);
+        done.into_iter().map(|(_, f)| f).collect()
     }
 
     fn check_agent(&self, servers: &[Scope<'_>], sink: &mut Sink) {

@@ -1,0 +1,90 @@
+//! `Engine::check` spread over several threads reports exactly what one
+//! thread reports, in the same order: every finding, span and note, the
+//! findings over several servers of one client config, and those of all
+//! inputs checked as one agent.
+
+use std::path::{Path, PathBuf};
+
+use mcplint::finding::Finding;
+use mcplint::manifest::load::{load_all, LoadOptions};
+use mcplint::manifest::Loaded;
+use mcplint::rules::build_engine;
+
+/// Every `.json` file under `dir`, recursively, sorted.
+fn json_files(dir: &Path, out: &mut Vec<String>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let mut paths: Vec<PathBuf> = entries.flatten().map(|e| e.path()).collect();
+    paths.sort();
+    for p in paths {
+        if p.is_dir() {
+            json_files(&p, out);
+        } else if p.extension().is_some_and(|x| x == "json") {
+            out.push(p.display().to_string());
+        }
+    }
+}
+
+/// Loads each file on its own (some fixtures are meant to fail to load).
+fn load_each(files: &[String]) -> Vec<Loaded> {
+    files
+        .iter()
+        .filter_map(|f| load_all(std::slice::from_ref(f), &LoadOptions::default()).ok())
+        .flatten()
+        .collect()
+}
+
+fn assert_same(one: &[Finding], many: &[Finding], what: &str) {
+    assert_eq!(one.len(), many.len(), "{what}: number of findings");
+    for (i, (a, b)) in one.iter().zip(many).enumerate() {
+        assert_eq!(a, b, "{what}: finding {i}");
+    }
+}
+
+#[test]
+fn threads_change_nothing_but_speed() {
+    let mut files = Vec::new();
+    json_files(Path::new("corpus"), &mut files);
+    json_files(Path::new("tests/fixtures/rules"), &mut files);
+    json_files(Path::new("../shared/datasets"), &mut files);
+    // Client configs: several servers in one file.
+    for dir in ["claude-desktop", "vscode", "windsurf", "gemini"] {
+        json_files(&Path::new("tests/fixtures/loaders").join(dir), &mut files);
+    }
+    // First and last an input with findings of its own (not a copy of
+    // another input, whose findings would be merged with the copy's), so
+    // that no server at either end of the list can be lost unnoticed.
+    files.insert(0, "tests/fixtures/approval/kitchen-after.json".into());
+    files.push("tests/fixtures/approval/rugpull-agentnull-rugpull-calculator-after.json".into());
+    let loaded = load_each(&files);
+    let servers: usize = loaded.iter().map(|l| l.servers.len()).sum();
+    assert!(servers >= 60, "only {servers} servers loaded");
+    // Client configs bring several servers in one file: the rules over
+    // several servers run on each such file without `together` too.
+    assert!(
+        loaded.iter().any(|l| l.servers.len() > 1),
+        "no input with several servers"
+    );
+    let mut engine = build_engine(&[], true).expect("rules compile");
+    for together in [false, true] {
+        engine.set_threads(1);
+        let one = engine.check(&loaded, together);
+        assert!(one.len() > 100, "only {} findings", one.len());
+        if together {
+            assert!(
+                one.iter().any(|f| f.rule == "cross-server-tool-name"),
+                "no finding over several servers"
+            );
+        }
+        for threads in [2, 3, 16] {
+            engine.set_threads(threads);
+            let many = engine.check(&loaded, together);
+            assert_same(
+                &one,
+                &many,
+                &format!("{threads} threads, together: {together}"),
+            );
+        }
+    }
+}
