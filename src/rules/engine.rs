@@ -859,7 +859,7 @@ impl Engine {
     /// Each server's own findings (not those over several servers), in the
     /// order of `scopes`: on this thread with one memo for all, or spread
     /// over [`Engine::set_threads`] threads, each taking the next server not
-    /// yet taken and keeping a memo of its own.
+    /// yet taken and keeping a memo of its own (a share of one memo's budget).
     fn check_servers(&self, scopes: &[Scope<'_>]) -> Vec<Vec<Finding>> {
         let threads = self.threads.min(scopes.len());
         if threads <= 1 {
@@ -876,7 +876,9 @@ impl Engine {
         let next = std::sync::atomic::AtomicUsize::new(0);
         let worker = || {
             let mut sink = Sink::default();
-            let mut memo = TextMemo::default();
+            // The threads share the one memo's budget, so that memory does
+            // not grow with the number of cores.
+            let mut memo = TextMemo::with_budget(crate::rules::memo::MAX_BYTES / threads);
             let mut done = Vec::new();
             loop {
                 let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
