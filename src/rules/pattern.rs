@@ -156,10 +156,10 @@ pub struct PatternRule {
     tools: Option<GlobSet>,
     /// The patterns, compiled by `regex-automata` directly: an anchored search
     /// from a given offset (see [`PatternSet::matches`]) needs its `Input`.
-    regexes: Vec<meta::Regex>,
+    regexes: Vec<Built<meta::Regex>>,
     /// Index of its first pattern among all patterns of the set (the others follow).
     first: usize,
-    unless: Vec<Regex>,
+    unless: Vec<Built<Regex>>,
     /// Lower-case literals of which every match contains at least one (empty:
     /// the rule's patterns always run).
     keywords: Vec<String>,
@@ -222,6 +222,7 @@ impl PatternRule {
             .enumerate()
             .filter(|(k, _)| present.is_none_or(|p| bit(p, self.first + k)))
             .filter_map(|(k, r)| {
+                let r = r.get();
                 let i = self.first + k;
                 match starts {
                     Some((starts, prefixed)) if bit(prefixed, i) => {
@@ -242,7 +243,7 @@ impl PatternRule {
                 }
             })
             .min_by_key(|m| m.start())?;
-        if self.unless.iter().any(|u| u.is_match(text)) {
+        if self.unless.iter().any(|u| u.get().is_match(text)) {
             return None;
         }
         Some((m.start(), m.end()))
@@ -880,6 +881,48 @@ fn regex(p: &str) -> Result<Regex, regex::Error> {
         .build()
 }
 
+/// A compiled pattern, built the first time a text needs it when the
+/// pattern is a built-in one. Building all of the built-in rules' regexes
+/// took about three quarters of `mcplint check` on a small file (0.3 of
+/// 0.4 s), and most of them never run on it: the prefilter rules them out.
+/// A built-in pattern that did not compile would panic on first use: the
+/// unit test `every_builtin_regex_builds` builds each one, and every rule
+/// file's own test cases run them. A user's patterns are built when their
+/// file is read, so that a bad one is an error with a span into the file.
+struct Built<T> {
+    source: String,
+    build: fn(&str) -> Result<T, regex::Error>,
+    cell: std::sync::OnceLock<T>,
+}
+
+impl<T> Built<T> {
+    /// `source` compiled by `build`: now for a user's rule file, at first
+    /// use for a built-in one.
+    fn new(
+        source: &str,
+        build: fn(&str) -> Result<T, regex::Error>,
+        origin: &Origin,
+    ) -> Result<Built<T>, regex::Error> {
+        let cell = std::sync::OnceLock::new();
+        if !matches!(origin, Origin::Builtin) {
+            let _ = cell.set(build(source)?);
+        }
+        Ok(Built {
+            source: source.to_string(),
+            build,
+            cell,
+        })
+    }
+
+    /// The compiled pattern.
+    fn get(&self) -> &T {
+        self.cell.get_or_init(|| {
+            (self.build)(&self.source)
+                .unwrap_or_else(|e| panic!("built-in pattern {:?}: {e}", self.source))
+        })
+    }
+}
+
 /// [`regex`], compiled by `regex-automata` with the same settings as the
 /// `regex` crate's builder. A pattern that does not compile reports the
 /// `regex` crate's error (the same parser, a friendlier message).
@@ -1048,7 +1091,7 @@ impl PatternSet {
                 }
                 pattern_rule.push(rules.len() as u32);
                 patterns += 1;
-                regexes.push(meta_regex(p.get_ref()).map_err(|e| {
+                regexes.push(Built::new(p.get_ref(), meta_regex, &origin).map_err(|e| {
                     RuleFileError::new(
                         &name,
                         &text,
@@ -1060,7 +1103,7 @@ impl PatternSet {
             }
             let mut unless = Vec::new();
             for p in &f.unless {
-                unless.push(regex(p.get_ref()).map_err(|e| {
+                unless.push(Built::new(p.get_ref(), regex, &origin).map_err(|e| {
                     RuleFileError::new(
                         &name,
                         &text,
@@ -1532,6 +1575,51 @@ mod tests {
         assert!(seen.len() >= 4, "the cases tell the rules apart: {seen:?}");
     }
 
+    /// Built-in patterns are compiled at first use (see [`Built`]): each
+    /// must compile, or that first use would panic.
+    #[test]
+    fn every_builtin_regex_builds() {
+        let set = PatternSet::compile(PatternSet::builtin_sources()).expect("rules compile");
+        let mut built = 0;
+        for r in &set.rules {
+            for b in &r.regexes {
+                assert!(b.cell.get().is_none(), "{}: built before use", r.meta.id);
+                if let Err(e) = (b.build)(&b.source) {
+                    panic!("{}: {:?}: {e}", r.meta.id, b.source);
+                }
+                built += 1;
+            }
+            for b in &r.unless {
+                if let Err(e) = (b.build)(&b.source) {
+                    panic!("{} (unless): {:?}: {e}", r.meta.id, b.source);
+                }
+            }
+        }
+        assert_eq!(built, set.patterns);
+    }
+
+    /// A user's rule file is compiled when it is read: a bad pattern is an
+    /// error then, with a span, not a panic at first use.
+    #[test]
+    fn user_patterns_are_built_when_read() {
+        let text = "id = \"x-rule\"\nsummary = \"s\"\nseverity = \"low\"\nmessage = \"m\"\npatterns = ['ok', '(unclosed']\n[docs]\nwhat = \"w\"\nwhy = \"y\"\nexample = \"e\"\nremedy = \"r\"\n";
+        let err = PatternSet::compile(vec![(
+            "x.toml".into(),
+            text.into(),
+            Origin::File("x.toml".into()),
+        )])
+        .err()
+        .expect("a bad pattern is an error");
+        assert!(err.to_string().contains("bad regex"), "{err}");
+        let good = text.replace(", '(unclosed'", "");
+        let set = PatternSet::compile(vec![("x.toml".into(), good, Origin::File("x.toml".into()))])
+            .expect("compiles");
+        assert!(
+            set.rules[0].regexes[0].cell.get().is_some(),
+            "built when read"
+        );
+    }
+
     #[test]
     fn literal_gate_is_exact() {
         let set = PatternSet::compile(PatternSet::builtin_sources()).expect("rules compile");
@@ -1550,7 +1638,7 @@ mod tests {
             let present = &sc.present;
             for r in &set.rules {
                 for (k, re) in r.regexes.iter().enumerate() {
-                    if re.is_match(&n.text) {
+                    if re.get().is_match(&n.text) {
                         assert!(
                             bit(present, r.first + k),
                             "{} pattern {k} matches but is not present: {t}",
