@@ -2,8 +2,11 @@
 //! input checked with it gives exactly the findings it gives without it,
 //! spans, pointers, lines and notes included.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 
+use common::{json_files, load_each};
 use mcplint::finding::Finding;
 use mcplint::manifest::load::{load_all, LoadOptions};
 use mcplint::manifest::Loaded;
@@ -16,32 +19,6 @@ fn both(dirs: &[PathBuf], loaded: &[Loaded], together: bool) -> (Vec<Finding>, V
     e.set_memo(false);
     let without = e.check(loaded, together);
     (with, without)
-}
-
-/// Every `.json` file under `dir`, recursively, sorted.
-fn json_files(dir: &Path, out: &mut Vec<String>) {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
-    };
-    let mut paths: Vec<PathBuf> = entries.flatten().map(|e| e.path()).collect();
-    paths.sort();
-    for p in paths {
-        if p.is_dir() {
-            json_files(&p, out);
-        } else if p.extension().is_some_and(|x| x == "json") {
-            out.push(p.display().to_string());
-        }
-    }
-}
-
-/// Loads each file on its own (some fixtures are meant to fail to load) and
-/// keeps those that load.
-fn load_each(files: &[String]) -> Vec<Loaded> {
-    files
-        .iter()
-        .filter_map(|f| load_all(std::slice::from_ref(f), &LoadOptions::default()).ok())
-        .flatten()
-        .collect()
 }
 
 fn assert_same(with: &[Finding], without: &[Finding], what: &str) {

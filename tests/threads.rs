@@ -3,37 +3,13 @@
 //! findings over several servers of one client config, and those of all
 //! inputs checked as one agent.
 
-use std::path::{Path, PathBuf};
+mod common;
 
+use std::path::Path;
+
+use common::{json_files, load_each};
 use mcplint::finding::Finding;
-use mcplint::manifest::load::{load_all, LoadOptions};
-use mcplint::manifest::Loaded;
 use mcplint::rules::build_engine;
-
-/// Every `.json` file under `dir`, recursively, sorted.
-fn json_files(dir: &Path, out: &mut Vec<String>) {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
-    };
-    let mut paths: Vec<PathBuf> = entries.flatten().map(|e| e.path()).collect();
-    paths.sort();
-    for p in paths {
-        if p.is_dir() {
-            json_files(&p, out);
-        } else if p.extension().is_some_and(|x| x == "json") {
-            out.push(p.display().to_string());
-        }
-    }
-}
-
-/// Loads each file on its own (some fixtures are meant to fail to load).
-fn load_each(files: &[String]) -> Vec<Loaded> {
-    files
-        .iter()
-        .filter_map(|f| load_all(std::slice::from_ref(f), &LoadOptions::default()).ok())
-        .flatten()
-        .collect()
-}
 
 fn assert_same(one: &[Finding], many: &[Finding], what: &str) {
     assert_eq!(one.len(), many.len(), "{what}: number of findings");
