@@ -30,10 +30,20 @@ use mcplint::manifest::load::{load_all, load_bytes, LoadOptions};
 use mcplint::manifest::Loaded;
 use mcplint::rules::{build_engine, Engine};
 
+/// `MCPLINT_BENCH_THREADS`, one when unset (zero counts as one, as in
+/// `Engine::set_threads`).
+fn threads() -> usize {
+    std::env::var("MCPLINT_BENCH_THREADS").map_or(1, |n| {
+        n.parse::<usize>()
+            .expect("MCPLINT_BENCH_THREADS is a number")
+            .max(1)
+    })
+}
+
 /// CPU time this thread has used (Linux: `/proc/thread-self/schedstat`);
 /// None when the check runs on other threads too, whose time it misses.
 fn thread_cpu() -> Option<Duration> {
-    if std::env::var("MCPLINT_BENCH_THREADS").is_ok_and(|n| n != "1") {
+    if threads() > 1 {
         return None;
     }
     let s = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
@@ -138,9 +148,7 @@ fn main() {
     let mut engine = build_engine(&[], patterns).expect("rules compile");
     // MCPLINT_BENCH_THREADS=N spreads the servers over N threads (the target
     // is for one, the default).
-    if let Ok(n) = std::env::var("MCPLINT_BENCH_THREADS") {
-        engine.set_threads(n.parse().expect("MCPLINT_BENCH_THREADS is a number"));
-    }
+    engine.set_threads(threads());
     let opts = LoadOptions::default();
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/datasets/benign");
     let mut pool: Vec<serde_json::Value> = Vec::new();

@@ -144,6 +144,13 @@ pub struct Sink {
     recording: Option<(usize, Vec<Emitted>)>,
 }
 
+/// The stack of each thread [`Engine::check`] starts: the usual main
+/// thread's. The walk over a document recurses once per level of nesting,
+/// and with the 2 MiB that spawned threads get by default a document nested
+/// 10,000 levels deep (read with a raised `--max-depth`) overflowed a worker
+/// where the main thread checked it.
+const WORKER_STACK: usize = 8 << 20;
+
 /// A finding reported while recording: its index among the findings, its
 /// node, and the decoded range it covers.
 type Emitted = (usize, NodeId, Range);
@@ -873,24 +880,47 @@ impl Engine {
                 })
                 .collect();
         }
-        let next = std::sync::atomic::AtomicUsize::new(0);
+        use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+        /// Tells the other workers to stop when a rule panics in one of them
+        /// (a bug, carried to the caller below), rather than check every
+        /// remaining server first.
+        struct StopOnPanic<'a>(&'a AtomicBool);
+        impl Drop for StopOnPanic<'_> {
+            fn drop(&mut self) {
+                if std::thread::panicking() {
+                    self.0.store(true, Ordering::Relaxed);
+                }
+            }
+        }
+        let (next, stop) = (AtomicUsize::new(0), AtomicBool::new(false));
         let worker = || {
+            let _stop = StopOnPanic(&stop);
             let mut sink = Sink::default();
-            // The threads share the one memo's budget, so that memory does
-            // not grow with the number of cores.
+            // The threads share the one memo's budget, so that the memos'
+            // total does not grow with the number of cores.
             let mut memo = TextMemo::with_budget(crate::rules::memo::MAX_BYTES / threads);
             let mut done = Vec::new();
-            loop {
-                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            while !stop.load(Ordering::Relaxed) {
+                let i = next.fetch_add(1, Ordering::Relaxed);
                 let Some(scope) = scopes.get(i) else {
-                    return done;
+                    break;
                 };
                 self.check_server(scope, &mut sink, &mut memo);
                 done.push((i, std::mem::take(&mut sink.findings)));
             }
+            done
         };
         let mut done: Vec<(usize, Vec<Finding>)> = std::thread::scope(|s| {
-            let others: Vec<_> = (1..threads).map(|_| s.spawn(worker)).collect();
+            // A thread the system refuses is not started: the others take
+            // its servers.
+            let others: Vec<_> = (1..threads)
+                .filter_map(|_| {
+                    std::thread::Builder::new()
+                        .stack_size(WORKER_STACK)
+                        .spawn_scoped(s, worker)
+                        .ok()
+                })
+                .collect();
             let mut all = worker();
             for h in others {
                 // A panic in a rule is a bug; carry it to the caller as a
@@ -1173,6 +1203,40 @@ pub fn tags_of<'e>(engine: &'e Engine, findings: &[Finding]) -> BTreeMap<&'e str
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Each server's findings come back in input order, as one thread gives
+    /// them, whatever the number of threads (`tests/threads.rs` compares
+    /// whole checks, whose final sort hides most misplacements).
+    #[test]
+    fn servers_findings_keep_their_order_on_threads() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        let files: Vec<String> = ["corpus", "tests/fixtures/approval"]
+            .iter()
+            .flat_map(|d| std::fs::read_dir(dir.join(d)).expect("fixtures"))
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|x| x == "json"))
+            .map(|p| p.display().to_string())
+            .collect();
+        let loaded = crate::manifest::load::load_all(&files, &Default::default()).expect("loads");
+        let scopes: Vec<Scope<'_>> = loaded
+            .iter()
+            .flat_map(|l| {
+                l.servers.iter().map(move |server| Scope {
+                    loaded: l,
+                    doc: &l.doc,
+                    server,
+                })
+            })
+            .collect();
+        let mut engine = crate::rules::build_engine(&[], true).expect("rules compile");
+        let one = engine.check_servers(&scopes);
+        assert_eq!(one.len(), scopes.len());
+        assert!(one.iter().filter(|f| !f.is_empty()).count() >= 5);
+        for threads in [2, 5] {
+            engine.set_threads(threads);
+            assert!(engine.check_servers(&scopes) == one, "{threads} threads");
+        }
+    }
 
     /// The forward cursor gives the same lines and columns as a full index, in
     /// order, out of order, inside multi-byte characters and past the end.

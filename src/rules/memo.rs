@@ -16,7 +16,10 @@
 //!
 //! The memo lives for one [`crate::rules::engine::Engine::check`] and holds
 //! about [`MAX_BYTES`] at most (texts, findings, and an allowance for each
-//! entry's bookkeeping); beyond that, fields are checked afresh.
+//! entry's bookkeeping); beyond that, fields are checked afresh. A check
+//! spread over several threads keeps one memo a thread, each with a share
+//! of that budget: a text repeated on servers that different threads check
+//! is checked once by each.
 
 use std::collections::HashMap;
 

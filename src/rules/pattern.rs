@@ -1590,6 +1590,7 @@ mod tests {
                 built += 1;
             }
             for b in &r.unless {
+                assert!(b.cell.get().is_none(), "{}: built before use", r.meta.id);
                 if let Err(e) = (b.build)(&b.source) {
                     panic!("{} (unless): {:?}: {e}", r.meta.id, b.source);
                 }
