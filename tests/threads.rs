@@ -53,14 +53,11 @@ fn threads_change_nothing_but_speed() {
                 "no finding over several servers"
             );
         }
-        for threads in [2, 3, 16] {
-            engine.set_threads(threads);
-            let many = engine.check(&loaded, together);
-            assert_same(
-                &one,
-                &many,
-                &format!("{threads} threads, together: {together}"),
-            );
-        }
+        // Three threads: more than this machine's cores, and a number that
+        // does not divide the servers evenly. (One such count: each check
+        // takes seconds in a debug build.)
+        engine.set_threads(3);
+        let many = engine.check(&loaded, together);
+        assert_same(&one, &many, &format!("3 threads, together: {together}"));
     }
 }
