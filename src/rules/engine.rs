@@ -821,16 +821,7 @@ impl Engine {
     /// Runs every rule over `inputs`. Servers of one client config form one
     /// agent; with `together`, all inputs form one agent.
     pub fn check(&self, inputs: &[Loaded], together: bool) -> Vec<Finding> {
-        let scopes: Vec<Scope<'_>> = inputs
-            .iter()
-            .flat_map(|loaded| {
-                loaded.servers.iter().map(move |server| Scope {
-                    loaded,
-                    doc: &loaded.doc,
-                    server,
-                })
-            })
-            .collect();
+        let scopes = scopes_of(inputs);
         let mut per_server = self.check_servers(&scopes).into_iter();
         // Each file's servers' findings, then those of the file's servers
         // as one agent: the order a single thread reports them in.
@@ -866,20 +857,10 @@ impl Engine {
     /// Each server's own findings (not those over several servers), in the
     /// order of `scopes`: on this thread with one memo for all, or spread
     /// over [`Engine::set_threads`] threads, each taking the next server not
-    /// yet taken and keeping a memo of its own (a share of one memo's budget).
+    /// yet taken and keeping a memo of its own (a share of one memo's budget,
+    /// all of it for one thread).
     fn check_servers(&self, scopes: &[Scope<'_>]) -> Vec<Vec<Finding>> {
-        let threads = self.threads.min(scopes.len());
-        if threads <= 1 {
-            let mut sink = Sink::default();
-            let mut memo = TextMemo::default();
-            return scopes
-                .iter()
-                .map(|scope| {
-                    self.check_server(scope, &mut sink, &mut memo);
-                    std::mem::take(&mut sink.findings)
-                })
-                .collect();
-        }
+        let threads = self.threads.min(scopes.len()).max(1);
         use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
         /// Tells the other workers to stop when a rule panics in one of them
         /// (a bug, carried to the caller below), rather than check every
@@ -910,6 +891,10 @@ impl Engine {
             }
             done
         };
+        if threads == 1 {
+            // In order already, and with the whole budget.
+            return worker().into_iter().map(|(_, f)| f).collect();
+        }
         let mut done: Vec<(usize, Vec<Finding>)> = std::thread::scope(|s| {
             // A thread the system refuses is not started: the others take
             // its servers.
@@ -1186,6 +1171,20 @@ impl Engine {
     }
 }
 
+/// Every server of `inputs`, in order, as the rules see it.
+fn scopes_of(inputs: &[Loaded]) -> Vec<Scope<'_>> {
+    inputs
+        .iter()
+        .flat_map(|loaded| {
+            loaded.servers.iter().map(move |server| Scope {
+                loaded,
+                doc: &loaded.doc,
+                server,
+            })
+        })
+        .collect()
+}
+
 /// The distinct tags of `findings`' rules, as known to `engine`.
 pub fn tags_of<'e>(engine: &'e Engine, findings: &[Finding]) -> BTreeMap<&'e str, Vec<usize>> {
     let mut m: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
@@ -1218,16 +1217,7 @@ mod tests {
             .map(|p| p.display().to_string())
             .collect();
         let loaded = crate::manifest::load::load_all(&files, &Default::default()).expect("loads");
-        let scopes: Vec<Scope<'_>> = loaded
-            .iter()
-            .flat_map(|l| {
-                l.servers.iter().map(move |server| Scope {
-                    loaded: l,
-                    doc: &l.doc,
-                    server,
-                })
-            })
-            .collect();
+        let scopes = scopes_of(&loaded);
         let mut engine = crate::rules::build_engine(&[], true).expect("rules compile");
         let one = engine.check_servers(&scopes);
         assert_eq!(one.len(), scopes.len());
