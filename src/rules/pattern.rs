@@ -1458,8 +1458,8 @@ impl PatternSet {
             }
             for (k, &r) in self.globbed.iter().enumerate() {
                 let r = &self.rules[r as usize];
-                let takes = (r.applies.is_none() || applies[k])
-                    && (r.tools.is_none() || (tool.is_some() && tools[k]));
+                // `tools[k]` stays false without a tool, as in `applies_at`.
+                let takes = (r.applies.is_none() || applies[k]) && (r.tools.is_none() || tools[k]);
                 ctx.push(u32::from(takes));
             }
         });
@@ -1523,10 +1523,6 @@ mod tests {
         sc
     }
 
-    /// The literal gate never changes a result: every pattern that matches a
-    /// normalised text is marked present by the scan, so the gated search
-    /// equals the plain one; and most patterns are gated (otherwise the gate
-    /// is useless).
     /// The combined glob sets of [`PatternSet::context`] take a field in
     /// exactly when each rule's own globs do.
     #[test]
@@ -1621,6 +1617,10 @@ mod tests {
         );
     }
 
+    /// The literal gate never changes a result: every pattern that matches a
+    /// normalised text is marked present by the scan, so the gated search
+    /// equals the plain one; and most patterns are gated (otherwise the gate
+    /// is useless).
     #[test]
     fn literal_gate_is_exact() {
         let set = PatternSet::compile(PatternSet::builtin_sources()).expect("rules compile");
