@@ -16,6 +16,8 @@
 
 use base64::Engine as _;
 
+use crate::rules::normalize::B64_CLASS;
+
 /// Longest blob decoded, in bytes of encoded text.
 pub const MAX_BLOB: usize = 64 * 1024;
 /// Most blobs decoded per field (per level).
@@ -27,22 +29,6 @@ pub const MAX_DEPTH: usize = 2;
 pub const B64_MIN: usize = 16;
 /// Shortest candidate hex run: 8 bytes (16 digits).
 pub const HEX_MIN: usize = 8;
-
-/// Bit 0: a byte of the standard base64 alphabet, bit 1: of the URL-safe
-/// one (without padding). One load a byte where the run scan tested both
-/// alphabets byte by byte (about 40 M instructions of a bench run).
-static B64_CLASS: [u8; 256] = {
-    let mut t = [0u8; 256];
-    let mut i = 0;
-    while i < 256 {
-        let b = i as u8;
-        let alnum = b.is_ascii_alphanumeric();
-        t[i] = (alnum || b == b'+' || b == b'/') as u8
-            | (((alnum || b == b'_' || b == b'-') as u8) << 1);
-        i += 1;
-    }
-    t
-};
 
 /// A byte of the standard base64 alphabet (without padding).
 fn b64_std(b: u8) -> bool {
