@@ -80,18 +80,17 @@ fn bench_once(name: &str, engine: &Engine, inputs: &[Loaded], min: Duration) {
     let findings = engine.check(inputs, false).len();
     let start = Instant::now();
     let cpu_start = thread_cpu();
-    let mut rounds = 0u32;
     // Each run's own time too (by the wall clock: the thread's CPU time is
     // counted in whole scheduler ticks): on a shared machine other tenants
     // slow some runs down in bursts, and the median and the fastest tenth of
     // the runs are steadier than the mean.
     let mut each: Vec<Duration> = Vec::new();
-    while start.elapsed() < min || rounds < 3 {
+    while start.elapsed() < min || each.len() < 3 {
         let before = Instant::now();
         std::hint::black_box(engine.check(std::hint::black_box(inputs), false));
         each.push(before.elapsed());
-        rounds += 1;
     }
+    let rounds = each.len() as u32;
     each.sort_unstable();
     let spread = match (each.get(each.len() / 2), each.get(each.len() / 10)) {
         (Some(median), Some(p10)) => format!(

@@ -6,7 +6,7 @@ mod common;
 
 use std::path::{Path, PathBuf};
 
-use common::{json_files, load_each};
+use common::{assert_same, json_files, load_each};
 use mcplint::finding::Finding;
 use mcplint::manifest::load::{load_all, LoadOptions};
 use mcplint::manifest::Loaded;
@@ -19,13 +19,6 @@ fn both(dirs: &[PathBuf], loaded: &[Loaded], together: bool) -> (Vec<Finding>, V
     e.set_memo(false);
     let without = e.check(loaded, together);
     (with, without)
-}
-
-fn assert_same(with: &[Finding], without: &[Finding], what: &str) {
-    assert_eq!(with.len(), without.len(), "{what}: number of findings");
-    for (a, b) in with.iter().zip(without) {
-        assert_eq!(a, b, "{what}");
-    }
 }
 
 /// The corpus, every rule fixture and the shared datasets, checked in one go

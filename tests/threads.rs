@@ -7,16 +7,8 @@ mod common;
 
 use std::path::Path;
 
-use common::{json_files, load_each};
-use mcplint::finding::Finding;
+use common::{assert_same, json_files, load_each};
 use mcplint::rules::build_engine;
-
-fn assert_same(one: &[Finding], many: &[Finding], what: &str) {
-    assert_eq!(one.len(), many.len(), "{what}: number of findings");
-    for (i, (a, b)) in one.iter().zip(many).enumerate() {
-        assert_eq!(a, b, "{what}: finding {i}");
-    }
-}
 
 #[test]
 fn threads_change_nothing_but_speed() {

@@ -2,6 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
+use mcplint::finding::Finding;
 use mcplint::manifest::load::{load_all, LoadOptions};
 use mcplint::manifest::Loaded;
 
@@ -29,4 +30,12 @@ pub fn load_each(files: &[String]) -> Vec<Loaded> {
         .filter_map(|f| load_all(std::slice::from_ref(f), &LoadOptions::default()).ok())
         .flatten()
         .collect()
+}
+
+/// The same findings, one by one, in the same order.
+pub fn assert_same(one: &[Finding], other: &[Finding], what: &str) {
+    assert_eq!(one.len(), other.len(), "{what}: number of findings");
+    for (i, (a, b)) in one.iter().zip(other).enumerate() {
+        assert_eq!(a, b, "{what}: finding {i}");
+    }
 }
