@@ -4,9 +4,9 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
-use common::{assert_same, json_files, load_each};
+use common::{assert_same, every_fixture, load_each};
 use mcplint::finding::Finding;
 use mcplint::manifest::load::{load_all, LoadOptions};
 use mcplint::manifest::Loaded;
@@ -25,10 +25,7 @@ fn both(dirs: &[PathBuf], loaded: &[Loaded], together: bool) -> (Vec<Finding>, V
 /// (so texts repeat across files as well as within them).
 #[test]
 fn reused_findings_equal_fresh_ones_on_every_fixture() {
-    let mut files = Vec::new();
-    json_files(Path::new("corpus"), &mut files);
-    json_files(Path::new("tests/fixtures/rules"), &mut files);
-    json_files(Path::new("../shared/datasets"), &mut files);
+    let files = every_fixture();
     let loaded = load_each(&files);
     assert!(loaded.len() >= 60, "only {} inputs loaded", loaded.len());
     let (with, without) = both(&[], &loaded, false);

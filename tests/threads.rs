@@ -7,15 +7,12 @@ mod common;
 
 use std::path::Path;
 
-use common::{assert_same, json_files, load_each};
+use common::{assert_same, every_fixture, json_files, load_each};
 use mcplint::rules::build_engine;
 
 #[test]
 fn threads_change_nothing_but_speed() {
-    let mut files = Vec::new();
-    json_files(Path::new("corpus"), &mut files);
-    json_files(Path::new("tests/fixtures/rules"), &mut files);
-    json_files(Path::new("../shared/datasets"), &mut files);
+    let mut files = every_fixture();
     // Client configs: several servers in one file.
     for dir in ["claude-desktop", "vscode", "windsurf", "gemini"] {
         json_files(&Path::new("tests/fixtures/loaders").join(dir), &mut files);

@@ -22,6 +22,16 @@ pub fn json_files(dir: &Path, out: &mut Vec<String>) {
     }
 }
 
+/// The corpus, every rule fixture and the shared datasets: the `.json`
+/// inputs the whole-check tests run over.
+pub fn every_fixture() -> Vec<String> {
+    let mut files = Vec::new();
+    for dir in ["corpus", "tests/fixtures/rules", "../shared/datasets"] {
+        json_files(Path::new(dir), &mut files);
+    }
+    files
+}
+
 /// Loads each file on its own (some fixtures are meant to fail to load) and
 /// keeps those that load.
 pub fn load_each(files: &[String]) -> Vec<Loaded> {
