@@ -550,33 +550,53 @@ pub trait Rule: Send + Sync {
     }
 }
 
-/// Keys whose string values are schema machinery, not prose a model reads as
-/// instructions (the standard `$schema` URL is not a finding).
-const MACHINE_KEYS: &[&str] = &[
-    "$schema",
-    "$ref",
-    "$id",
-    "$anchor",
-    "format",
-    "contentMediaType",
-    "contentEncoding",
-];
-const JSON_TYPES: &[&str] = &[
-    "string", "number", "integer", "boolean", "object", "array", "null",
-];
-/// Objects whose keys are names a model reads (property names and definitions).
-const NAMED_CHILDREN: &[&str] = &[
-    "properties",
-    "patternProperties",
-    "$defs",
-    "definitions",
-    "dependentSchemas",
-];
+/// What a value's key says about the value, for [`walk_fields`]: worked out
+/// once a key, with a `match` on its bytes (a branch on the length, then on
+/// the bytes), rather than by comparing it with three lists of keywords at
+/// every string and object below it.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Parent {
+    /// Schema machinery (`$schema`, `$ref`, `format`, ...): its strings
+    /// are not prose a model reads as instructions (the standard `$schema`
+    /// URL is not a finding).
+    Machine,
+    /// `type`: a JSON type name in it is no prose either.
+    Type,
+    /// An object whose keys are names a model reads (property names and
+    /// definitions).
+    Named,
+    /// Any other key.
+    Other,
+}
+
+impl Parent {
+    fn of(key: &str) -> Parent {
+        match key.as_bytes() {
+            b"$schema" | b"$ref" | b"$id" | b"$anchor" | b"format" | b"contentMediaType"
+            | b"contentEncoding" => Parent::Machine,
+            b"type" => Parent::Type,
+            b"properties" | b"patternProperties" | b"$defs" | b"definitions"
+            | b"dependentSchemas" => Parent::Named,
+            _ => Parent::Other,
+        }
+    }
+}
+
+/// Whether `text` names a JSON type.
+fn is_json_type(text: &str) -> bool {
+    matches!(
+        text.as_bytes(),
+        b"string" | b"number" | b"integer" | b"boolean" | b"object" | b"array" | b"null"
+    )
+}
 
 /// Replaces `/` in a name so it stays one path segment (without allocating
 /// when there is none).
 fn seg(s: &str) -> Cow<'_, str> {
-    if s.contains('/') {
+    // A plain byte loop: names are short, and `str::contains` went through
+    // `memchr`'s set-up for each. (`/` is never part of a longer UTF-8
+    // character.)
+    if s.bytes().any(|b| b == b'/') {
         Cow::Owned(s.replace('/', "_"))
     } else {
         Cow::Borrowed(s)
@@ -612,40 +632,62 @@ pub fn walk_fields<'d>(
     parent_key: &str,
     visit: &mut dyn FnMut(&Field<'_>),
 ) {
+    walk(doc, node, path, Parent::of(parent_key), visit);
+}
+
+/// [`walk_fields`], with what the parent key says. The path of an element
+/// or a member is built only when there is something under it to visit
+/// (building it cost more than the rest of the step): a number, a boolean,
+/// a `"type": "string"` or a `$ref` takes none.
+fn walk(
+    doc: &Document,
+    node: NodeId,
+    path: &mut String,
+    parent: Parent,
+    visit: &mut dyn FnMut(&Field<'_>),
+) {
     match doc.kind(node) {
         Kind::String => {
-            if MACHINE_KEYS.contains(&parent_key) {
-                return;
+            if let Some(text) = visible_text(doc, node, parent) {
+                visit(&Field {
+                    node,
+                    path,
+                    text,
+                    is_key: false,
+                });
             }
-            let text = doc.str(node).unwrap_or_default();
-            if parent_key == "type" && JSON_TYPES.contains(&text.as_ref()) {
-                return;
-            }
-            if text.is_empty() {
-                return;
-            }
-            visit(&Field {
-                node,
-                path,
-                text,
-                is_key: false,
-            });
         }
         Kind::Array => {
             if let Some(items) = doc.array(node) {
                 for (i, &v) in items.iter().enumerate() {
+                    let child = Child::of(doc, v, parent);
+                    if let Child::Nothing = child {
+                        continue;
+                    }
                     let len = path.len();
                     push_index(path, i);
-                    walk_fields(doc, v, path, parent_key, visit);
+                    child.walk(doc, v, path, parent, visit);
                     path.truncate(len);
                 }
             }
         }
         Kind::Object => {
-            let named = NAMED_CHILDREN.contains(&parent_key);
+            let named = parent == Parent::Named;
             if let Some(members) = doc.members(node) {
                 for (k, v) in members {
                     let key = doc.str(k).unwrap_or_default();
+                    // A property literally named "type" or "format" is a name, not
+                    // a keyword, so its value is walked as a schema.
+                    let pk = if named {
+                        Parent::Other
+                    } else {
+                        Parent::of(&key)
+                    };
+                    let child = Child::of(doc, v, pk);
+                    // A named key is visited itself, whatever its value.
+                    if !named && matches!(child, Child::Nothing) {
+                        continue;
+                    }
                     let len = path.len();
                     path.push('/');
                     path.push_str(&seg(&key));
@@ -660,16 +702,70 @@ pub fn walk_fields<'d>(
                         });
                         path.truncate(l2);
                     }
-                    // A property literally named "type" or "format" is a name, not
-                    // a keyword, so its value is walked as a schema.
-                    let pk = if named { "" } else { key.as_ref() };
-                    walk_fields(doc, v, path, pk, visit);
+                    child.walk(doc, v, path, pk, visit);
                     path.truncate(len);
                 }
             }
         }
         _ => {}
     }
+}
+
+/// What an array's element or an object's value holds for [`walk`].
+enum Child<'d> {
+    /// A string to visit, decoded.
+    Text(Cow<'d, str>),
+    /// An array or an object, to walk.
+    Nested,
+    /// Nothing to visit: another scalar, or a string its key rules out.
+    Nothing,
+}
+
+impl<'d> Child<'d> {
+    #[inline(always)]
+    fn of(doc: &'d Document, node: NodeId, parent: Parent) -> Child<'d> {
+        match doc.kind(node) {
+            Kind::String => visible_text(doc, node, parent).map_or(Child::Nothing, Child::Text),
+            Kind::Array | Kind::Object => Child::Nested,
+            _ => Child::Nothing,
+        }
+    }
+
+    /// Visits the text, or walks the container, at `path`.
+    #[inline(always)]
+    fn walk(
+        self,
+        doc: &Document,
+        node: NodeId,
+        path: &mut String,
+        parent: Parent,
+        visit: &mut dyn FnMut(&Field<'_>),
+    ) {
+        match self {
+            Child::Text(text) => visit(&Field {
+                node,
+                path,
+                text,
+                is_key: false,
+            }),
+            Child::Nested => walk(doc, node, path, parent, visit),
+            Child::Nothing => {}
+        }
+    }
+}
+
+/// The decoded text of string node `node`, unless what its key says rules
+/// it out (schema machinery, a JSON type name) or it is empty.
+#[inline(always)]
+fn visible_text(doc: &Document, node: NodeId, parent: Parent) -> Option<Cow<'_, str>> {
+    if parent == Parent::Machine {
+        return None;
+    }
+    let text = doc.str(node).unwrap_or_default();
+    if parent == Parent::Type && is_json_type(&text) {
+        return None;
+    }
+    (!text.is_empty()).then_some(text)
 }
 
 /// Calls `visit` with every object schema in a tool's schemas, in document
