@@ -511,8 +511,9 @@ pub trait Rule: Send + Sync {
     /// Once per tool.
     fn check_tool(&self, _scope: &Scope<'_>, _tool: &Tool, _out: &mut Sink) {}
     /// Once per object schema inside a tool's input or output schema (the root
-    /// included). A finding points at a node, whose pointer says where it is.
-    fn check_schema(&self, _scope: &Scope<'_>, _tool: &Tool, _schema: NodeId, _out: &mut Sink) {}
+    /// included), with the keywords the walk found in it. A finding points at
+    /// a node, whose pointer says where it is.
+    fn check_schema(&self, _scope: &Scope<'_>, _tool: &Tool, _schema: &Schema, _out: &mut Sink) {}
     /// Once per model-visible text field, with its normalised text. A rule
     /// whose [`Rule::text_context`] is not None promises that what it reports
     /// here follows from the field's text, whether it is a key, and that
@@ -768,37 +769,136 @@ fn visible_text(doc: &Document, node: NodeId, parent: Parent) -> Option<Cow<'_, 
     (!text.is_empty()).then_some(text)
 }
 
+/// An object schema met by the schema walk, for [`Rule::check_schema`],
+/// with the keywords that schema rules read, found in the walk's own pass
+/// over its members (the last of a duplicated key, as [`Document::get`]
+/// gives it), so that no rule looks them up again.
+#[derive(Clone, Copy, Debug)]
+pub struct Schema {
+    /// The schema object.
+    pub node: NodeId,
+    /// The value of its `required`.
+    pub required: Option<NodeId>,
+    /// The value of its `properties`.
+    pub properties: Option<NodeId>,
+    /// The value of its `patternProperties`.
+    pub pattern_properties: Option<NodeId>,
+}
+
+/// What a key of an object schema is to [`walk_schemas`].
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Keyword {
+    /// `required`.
+    Required,
+    /// `properties`.
+    Properties,
+    /// `patternProperties`.
+    PatternProperties,
+    /// An object of other named schemas: `$defs`, `definitions`,
+    /// `dependentSchemas`.
+    Named,
+    /// A schema, or an array of them: `items`, `additionalProperties`, `not`,
+    /// `if`, ...
+    Schema,
+    /// An array of schemas: `anyOf`, `oneOf`, `allOf`, `prefixItems`.
+    List,
+    /// Any other key.
+    Other,
+}
+
+impl Keyword {
+    /// What key node `key` is. Inlined into the walk's two loops: one read
+    /// of the node and a `match` for a key without escapes (all but a few).
+    #[inline(always)]
+    fn of(doc: &Document, key: NodeId) -> Keyword {
+        match doc.unescaped_bytes(key) {
+            Some(b) => Keyword::of_bytes(b),
+            None => Keyword::of_escaped(doc, key),
+        }
+    }
+
+    /// [`Keyword::of`] for a key with escapes, decoded first.
+    #[inline(never)]
+    fn of_escaped(doc: &Document, key: NodeId) -> Keyword {
+        Keyword::of_bytes(&doc.str_bytes(key))
+    }
+
+    /// What a key with decoded bytes `key` is.
+    #[inline(always)]
+    fn of_bytes(key: &[u8]) -> Keyword {
+        // A `match` on the key's bytes: a branch on the length, then on the
+        // bytes, not one comparison a keyword.
+        match key {
+            b"required" => Keyword::Required,
+            b"properties" => Keyword::Properties,
+            b"patternProperties" => Keyword::PatternProperties,
+            b"$defs" | b"definitions" | b"dependentSchemas" => Keyword::Named,
+            b"items"
+            | b"additionalProperties"
+            | b"not"
+            | b"if"
+            | b"then"
+            | b"else"
+            | b"contains"
+            | b"propertyNames"
+            | b"unevaluatedProperties"
+            | b"additionalItems" => Keyword::Schema,
+            b"anyOf" | b"oneOf" | b"allOf" | b"prefixItems" => Keyword::List,
+            _ => Keyword::Other,
+        }
+    }
+}
+
 /// Calls `visit` with every object schema in a tool's schemas, in document
 /// order. (No field path is built: no schema rule needs one, and building it
 /// cost a third of the walk.)
-fn walk_schemas(doc: &Document, node: NodeId, visit: &mut dyn FnMut(NodeId), depth: usize) {
+fn walk_schemas(doc: &Document, node: NodeId, visit: &mut dyn FnMut(&Schema), depth: usize) {
     if doc.kind(node) != Kind::Object || depth > 64 {
         return;
     }
-    visit(node);
     let Some(members) = doc.members(node) else {
         return;
     };
+    // One pass for the keywords the rules read and whether any member holds
+    // further schemas.
+    let mut schema = Schema {
+        node,
+        required: None,
+        properties: None,
+        pattern_properties: None,
+    };
+    let mut nests = false;
+    for (k, v) in members.clone() {
+        match Keyword::of(doc, k) {
+            Keyword::Required => schema.required = Some(v),
+            Keyword::Properties => {
+                schema.properties = Some(v);
+                nests = true;
+            }
+            Keyword::PatternProperties => {
+                schema.pattern_properties = Some(v);
+                nests = true;
+            }
+            Keyword::Named | Keyword::Schema | Keyword::List => nests = true,
+            Keyword::Other => {}
+        }
+    }
+    visit(&schema);
+    // Most schemas are a parameter's `{"type": ..., "description": ...}`,
+    // with nothing to go into: those take no second pass.
+    if !nests {
+        return;
+    }
     for (k, v) in members {
-        let key = doc.str(k).unwrap_or_default();
-        match key.as_ref() {
-            "properties" | "patternProperties" | "$defs" | "definitions" | "dependentSchemas" => {
+        match Keyword::of(doc, k) {
+            Keyword::Properties | Keyword::PatternProperties | Keyword::Named => {
                 if let Some(ms) = doc.members(v) {
                     for (_, pv) in ms {
                         walk_schemas(doc, pv, visit, depth + 1);
                     }
                 }
             }
-            "items"
-            | "additionalProperties"
-            | "not"
-            | "if"
-            | "then"
-            | "else"
-            | "contains"
-            | "propertyNames"
-            | "unevaluatedProperties"
-            | "additionalItems" => match doc.kind(v) {
+            Keyword::Schema => match doc.kind(v) {
                 Kind::Object => walk_schemas(doc, v, visit, depth + 1),
                 Kind::Array => {
                     for &x in doc.array(v).unwrap_or_default() {
@@ -807,12 +907,12 @@ fn walk_schemas(doc: &Document, node: NodeId, visit: &mut dyn FnMut(NodeId), dep
                 }
                 _ => {}
             },
-            "anyOf" | "oneOf" | "allOf" | "prefixItems" => {
+            Keyword::List => {
                 for &x in doc.array(v).unwrap_or_default() {
                     walk_schemas(doc, x, visit, depth + 1);
                 }
             }
-            _ => {}
+            Keyword::Required | Keyword::Other => {}
         }
     }
 }
@@ -1322,6 +1422,90 @@ mod tests {
             engine.set_threads(threads);
             assert!(engine.check_servers(&scopes) == one, "{threads} threads");
         }
+    }
+
+    /// The schema walk visits the schemas a plain walk by decoded key names
+    /// visits, in the same order, each with the keywords `Document::get`
+    /// finds (escaped and duplicated keys included).
+    #[test]
+    fn schema_walk_matches_plain_lookups() {
+        fn plain(doc: &Document, node: NodeId, out: &mut Vec<NodeId>, depth: usize) {
+            if doc.kind(node) != Kind::Object || depth > 64 {
+                return;
+            }
+            out.push(node);
+            for (k, v) in doc.members(node).into_iter().flatten() {
+                let key = doc.str(k).unwrap_or_default();
+                let schemas: Vec<NodeId> = match key.as_ref() {
+                    "properties" | "patternProperties" | "$defs" | "definitions"
+                    | "dependentSchemas" => doc
+                        .members(v)
+                        .into_iter()
+                        .flatten()
+                        .map(|(_, s)| s)
+                        .collect(),
+                    "items"
+                    | "additionalProperties"
+                    | "not"
+                    | "if"
+                    | "then"
+                    | "else"
+                    | "contains"
+                    | "propertyNames"
+                    | "unevaluatedProperties"
+                    | "additionalItems"
+                        if doc.kind(v) == Kind::Object =>
+                    {
+                        vec![v]
+                    }
+                    "items"
+                    | "additionalProperties"
+                    | "not"
+                    | "if"
+                    | "then"
+                    | "else"
+                    | "contains"
+                    | "propertyNames"
+                    | "unevaluatedProperties"
+                    | "additionalItems"
+                    | "anyOf"
+                    | "oneOf"
+                    | "allOf"
+                    | "prefixItems" => doc.array(v).unwrap_or_default().to_vec(),
+                    _ => Vec::new(),
+                };
+                for s in schemas {
+                    plain(doc, s, out, depth + 1);
+                }
+            }
+        }
+        let text = r#"{"type": "object", "required": ["a"], "properties": {
+            "a": {"type": "string", "required": "x", "required": ["b"]},
+            "b": {"items": [{"required": ["c"]}, {"properties": {}}], "anyOf": [{}, 3]},
+            "c": {"properties": {"d": {"not": {"if": {}}}}, "patternProperties": {}},
+            "d": {"$defs": {"e": {}}, "definitions": {"f": {"then": {}, "else": {}}}},
+            "g": {"dependentSchemas": {"h": {"contains": {}}}, "properties": 1},
+            "i": {"additionalProperties": {"propertyNames": {}}, "required": []},
+            "j": {"unevaluatedProperties": {}, "additionalItems": [{}], "prefixItems": [{}]},
+            "k": {"oneOf": [{"allOf": [{"items": {}}]}], "required": ["z"]}
+        }}"#;
+        let doc = Document::parse(text.as_bytes().to_vec(), &Default::default()).expect("parses");
+        let mut want = Vec::new();
+        plain(&doc, doc.root(), &mut want, 0);
+        let mut got = Vec::new();
+        walk_schemas(
+            &doc,
+            doc.root(),
+            &mut |s| {
+                assert_eq!(s.required, doc.get(s.node, "required"));
+                assert_eq!(s.properties, doc.get(s.node, "properties"));
+                assert_eq!(s.pattern_properties, doc.get(s.node, "patternProperties"));
+                got.push(s.node);
+            },
+            0,
+        );
+        assert_eq!(got, want);
+        assert!(got.len() > 20, "{}", got.len());
     }
 
     /// The forward cursor gives the same lines and columns as a full index, in
