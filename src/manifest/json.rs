@@ -525,18 +525,64 @@ impl Document {
     }
 
     /// The decoded value of a string node (lone surrogates become U+FFFD).
+    ///
+    /// Inlined: the rule engine asks it of every key and string it walks,
+    /// and most have no escape, so the answer is one read of the node's
+    /// record and a borrow (the call cost as much again).
+    #[inline]
     pub fn str(&self, id: NodeId) -> Option<Cow<'_, str>> {
-        let raw = self.str_raw(id)?;
-        if !self.is_escaped(id) {
-            return Some(Cow::Borrowed(raw));
+        let n = self.node(id);
+        if n.kind() != Kind::String {
+            return None;
         }
-        let mut out = String::with_capacity(raw.len());
-        for_each_unit(raw, |u| match u {
-            Unit::Text(t) => out.push_str(t),
-            Unit::Char(c) => out.push(c),
-            Unit::LoneSurrogate(_) => out.push('\u{fffd}'),
-        });
-        Some(Cow::Owned(out))
+        let raw = &self.text[n.start as usize + 1..n.end as usize - 1];
+        Some(if n.flags() & F_ESCAPED == 0 {
+            Cow::Borrowed(raw)
+        } else {
+            Cow::Owned(decode(raw))
+        })
+    }
+
+    /// The decoded bytes of a string node, borrowed unless it has escapes;
+    /// empty for any other node. For matching a key against keywords with a
+    /// `match` on byte strings, which compiles to a branch on the length and
+    /// then on the bytes rather than one comparison a keyword.
+    #[inline]
+    pub fn str_bytes(&self, id: NodeId) -> Cow<'_, [u8]> {
+        match self.unescaped_bytes(id) {
+            Some(b) => Cow::Borrowed(b),
+            None => match self.str(id) {
+                Some(s) => Cow::Owned(s.into_owned().into_bytes()),
+                None => Cow::Borrowed(&[]),
+            },
+        }
+    }
+
+    /// Whether a string node's decoded text is empty or white space only
+    /// (`str::trim`); None for any other node. Most texts answer from
+    /// their first character, without decoding a copy of, say, a whole
+    /// tool description: a first character that is neither white space nor
+    /// an escape's backslash is the decoded text's first character too.
+    pub fn str_is_blank(&self, id: NodeId) -> Option<bool> {
+        let raw = self.str_raw(id)?;
+        match raw.chars().next() {
+            None => Some(true),
+            Some(c) if c != '\\' && !c.is_whitespace() => Some(false),
+            _ => self.str(id).map(|s| s.trim().is_empty()),
+        }
+    }
+
+    /// Whether two string nodes decode to the same text (false when either
+    /// is not a string): the raw bytes compared when neither has an escape,
+    /// nothing decoded.
+    pub fn same_str(&self, a: NodeId, b: NodeId) -> bool {
+        match (self.unescaped_bytes(a), self.unescaped_bytes(b)) {
+            (Some(x), Some(y)) => x == y,
+            _ => match (self.str(a), self.str(b)) {
+                (Some(x), Some(y)) => x == y,
+                _ => false,
+            },
+        }
     }
 
     /// The elements of an array node, as a slice. The first call on a
@@ -968,6 +1014,19 @@ fn push_pointer_token(out: &mut String, key: &str) {
     }
 }
 
+/// The decoded text of a string's raw text with escapes (lone surrogates
+/// become U+FFFD), for [`Document::str`]. Not inlined: it is the rare path.
+#[inline(never)]
+fn decode(raw: &str) -> String {
+    let mut out = String::with_capacity(raw.len());
+    for_each_unit(raw, |u| match u {
+        Unit::Text(t) => out.push_str(t),
+        Unit::Char(c) => out.push(c),
+        Unit::LoneSurrogate(_) => out.push('\u{fffd}'),
+    });
+    out
+}
+
 /// A piece of a string's raw text, for decoders.
 #[derive(Debug)]
 pub enum Unit<'a> {
@@ -992,9 +1051,11 @@ fn for_each_unit_at<'a>(raw: &'a str, mut f: impl FnMut(usize, usize, Unit<'a>))
     let mut i = 0;
     let mut run = 0;
     while i < b.len() {
-        if b[i] != b'\\' {
-            i += 1;
-            continue;
+        // The next escape, found by `memchr`: descriptions run for hundreds
+        // of bytes between escapes.
+        match memchr::memchr(b'\\', &b[i..]) {
+            Some(at) => i += at,
+            None => break,
         }
         if run < i {
             f(run, i, Unit::Text(&raw[run..i]));
@@ -1618,6 +1679,53 @@ mod tests {
         }
         assert_eq!(count_newlines(&[b'\n'; 1000]), 1000);
         assert_eq!(count_newlines("é\n\u{2028}\r\n".as_bytes()), 2);
+    }
+
+    /// `str_is_blank`, `same_str` and `str_bytes` answer as the decoded
+    /// texts do, escapes, white space outside ASCII and lone surrogates
+    /// included.
+    #[test]
+    fn string_shortcuts_agree_with_decoded_text() {
+        let strings = [
+            r#""""#,
+            r#"" ""#,
+            r#""x""#,
+            r#"" x""#,
+            r#""\u0020""#,
+            r#""\u0020x""#,
+            r#""\n\t""#,
+            r#""\nx""#,
+            "\"\u{a0}\"",
+            "\"\u{2003}y\"",
+            r#""\u00a0""#,
+            r#""\ud800""#,
+            r#""\ufffd""#,
+            "\"\u{fffd}\"",
+            r#""\u0078""#,
+            r#""a/b""#,
+            r#""a\/b""#,
+        ];
+        let d = parse(&format!("[{}, 1, null]", strings.join(", "))).unwrap();
+        let items = d.array(d.root()).unwrap();
+        for &a in items {
+            let text = d.str(a);
+            assert_eq!(
+                d.str_is_blank(a),
+                text.as_ref().map(|t| t.trim().is_empty()),
+                "{}",
+                d.raw(a)
+            );
+            assert_eq!(
+                &*d.str_bytes(a),
+                text.as_ref().map_or(&[][..], |t| t.as_bytes()),
+                "{}",
+                d.raw(a)
+            );
+            for &b in items {
+                let want = matches!((&text, d.str(b)), (Some(x), Some(y)) if *x == y);
+                assert_eq!(d.same_str(a, b), want, "{} {}", d.raw(a), d.raw(b));
+            }
+        }
     }
 
     #[test]

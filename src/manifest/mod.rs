@@ -224,31 +224,46 @@ pub struct Param {
 impl Tool {
     /// The top-level parameters (`inputSchema.properties`), in source order.
     pub fn params(&self, doc: &Document) -> Vec<Param> {
-        let Some(schema) = self.input_schema else {
-            return Vec::new();
-        };
-        if doc.kind(schema) != Kind::Object {
-            return Vec::new();
-        }
-        // Borrowed: several rules ask for every tool's parameters.
-        let required: Vec<std::borrow::Cow<'_, str>> = doc
-            .get(schema, "required")
-            .filter(|&r| doc.kind(r) == Kind::Array)
-            .map(|r| doc.children(r).filter_map(|n| doc.str(n)).collect())
-            .unwrap_or_default();
-        let Some(props) = doc.get(schema, "properties") else {
-            return Vec::new();
-        };
-        let Some(members) = doc.members(props) else {
-            return Vec::new();
-        };
-        members
+        let required = self.required_node(doc);
+        self.param_nodes(doc)
             .map(|(k, v)| Param {
                 key: k,
                 schema: v,
-                required: doc.str(k).is_some_and(|name| required.contains(&name)),
+                required: required.is_some_and(|r| is_listed(doc, r, k)),
             })
             .collect()
+    }
+
+    /// The top-level parameters' key and schema nodes, in source order, as
+    /// in [`Tool::params`] but without working out which are required (see
+    /// [`Tool::is_required`]): for rules that look at every parameter and
+    /// need that for few.
+    pub fn param_nodes<'d>(
+        &self,
+        doc: &'d Document,
+    ) -> impl Iterator<Item = (NodeId, NodeId)> + 'd {
+        self.input_schema
+            .filter(|&s| doc.kind(s) == Kind::Object)
+            .and_then(|s| doc.get(s, "properties"))
+            .and_then(|p| doc.members(p))
+            .into_iter()
+            .flatten()
+    }
+
+    /// Whether the input schema's `required` names the parameter whose key
+    /// node is `key` ([`Param::required`]).
+    pub fn is_required(&self, doc: &Document, key: NodeId) -> bool {
+        self.required_node(doc)
+            .is_some_and(|r| is_listed(doc, r, key))
+    }
+
+    /// The input schema's `required` array, when the schema is an object
+    /// with one.
+    fn required_node(&self, doc: &Document) -> Option<NodeId> {
+        self.input_schema
+            .filter(|&s| doc.kind(s) == Kind::Object)
+            .and_then(|s| doc.get(s, "required"))
+            .filter(|&r| doc.kind(r) == Kind::Array)
     }
 
     /// The decoded description, or "".
@@ -257,6 +272,12 @@ impl Tool {
             .and_then(|d| doc.str(d))
             .unwrap_or_default()
     }
+}
+
+/// Whether array `list` has a string equal to the text of string node `key`
+/// (compared node to node: no decoded copies, no list of names).
+fn is_listed(doc: &Document, list: NodeId, key: NodeId) -> bool {
+    doc.children(list).any(|n| doc.same_str(n, key))
 }
 
 /// One prompt.

@@ -511,8 +511,9 @@ pub trait Rule: Send + Sync {
     /// Once per tool.
     fn check_tool(&self, _scope: &Scope<'_>, _tool: &Tool, _out: &mut Sink) {}
     /// Once per object schema inside a tool's input or output schema (the root
-    /// included). A finding points at a node, whose pointer says where it is.
-    fn check_schema(&self, _scope: &Scope<'_>, _tool: &Tool, _schema: NodeId, _out: &mut Sink) {}
+    /// included), with the keywords the walk found in it. A finding points at
+    /// a node, whose pointer says where it is.
+    fn check_schema(&self, _scope: &Scope<'_>, _tool: &Tool, _schema: &Schema, _out: &mut Sink) {}
     /// Once per model-visible text field, with its normalised text. A rule
     /// whose [`Rule::text_context`] is not None promises that what it reports
     /// here follows from the field's text, whether it is a key, and that
@@ -550,33 +551,53 @@ pub trait Rule: Send + Sync {
     }
 }
 
-/// Keys whose string values are schema machinery, not prose a model reads as
-/// instructions (the standard `$schema` URL is not a finding).
-const MACHINE_KEYS: &[&str] = &[
-    "$schema",
-    "$ref",
-    "$id",
-    "$anchor",
-    "format",
-    "contentMediaType",
-    "contentEncoding",
-];
-const JSON_TYPES: &[&str] = &[
-    "string", "number", "integer", "boolean", "object", "array", "null",
-];
-/// Objects whose keys are names a model reads (property names and definitions).
-const NAMED_CHILDREN: &[&str] = &[
-    "properties",
-    "patternProperties",
-    "$defs",
-    "definitions",
-    "dependentSchemas",
-];
+/// What a value's key says about the value, for [`walk_fields`]: worked out
+/// once a key, with a `match` on its bytes (a branch on the length, then on
+/// the bytes), rather than by comparing it with three lists of keywords at
+/// every string and object below it.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Parent {
+    /// Schema machinery (`$schema`, `$ref`, `format`, ...): its strings
+    /// are not prose a model reads as instructions (the standard `$schema`
+    /// URL is not a finding).
+    Machine,
+    /// `type`: a JSON type name in it is no prose either.
+    Type,
+    /// An object whose keys are names a model reads (property names and
+    /// definitions).
+    Named,
+    /// Any other key.
+    Other,
+}
+
+impl Parent {
+    fn of(key: &str) -> Parent {
+        match key.as_bytes() {
+            b"$schema" | b"$ref" | b"$id" | b"$anchor" | b"format" | b"contentMediaType"
+            | b"contentEncoding" => Parent::Machine,
+            b"type" => Parent::Type,
+            b"properties" | b"patternProperties" | b"$defs" | b"definitions"
+            | b"dependentSchemas" => Parent::Named,
+            _ => Parent::Other,
+        }
+    }
+}
+
+/// Whether `text` names a JSON type.
+fn is_json_type(text: &str) -> bool {
+    matches!(
+        text.as_bytes(),
+        b"string" | b"number" | b"integer" | b"boolean" | b"object" | b"array" | b"null"
+    )
+}
 
 /// Replaces `/` in a name so it stays one path segment (without allocating
 /// when there is none).
 fn seg(s: &str) -> Cow<'_, str> {
-    if s.contains('/') {
+    // A plain byte loop: names are short, and `str::contains` went through
+    // `memchr`'s set-up for each. (`/` is never part of a longer UTF-8
+    // character.)
+    if s.bytes().any(|b| b == b'/') {
         Cow::Owned(s.replace('/', "_"))
     } else {
         Cow::Borrowed(s)
@@ -612,40 +633,62 @@ pub fn walk_fields<'d>(
     parent_key: &str,
     visit: &mut dyn FnMut(&Field<'_>),
 ) {
+    walk(doc, node, path, Parent::of(parent_key), visit);
+}
+
+/// [`walk_fields`], with what the parent key says. The path of an element
+/// or a member is built only when there is something under it to visit
+/// (building it cost more than the rest of the step): a number, a boolean,
+/// a `"type": "string"` or a `$ref` takes none.
+fn walk(
+    doc: &Document,
+    node: NodeId,
+    path: &mut String,
+    parent: Parent,
+    visit: &mut dyn FnMut(&Field<'_>),
+) {
     match doc.kind(node) {
         Kind::String => {
-            if MACHINE_KEYS.contains(&parent_key) {
-                return;
+            if let Some(text) = visible_text(doc, node, parent) {
+                visit(&Field {
+                    node,
+                    path,
+                    text,
+                    is_key: false,
+                });
             }
-            let text = doc.str(node).unwrap_or_default();
-            if parent_key == "type" && JSON_TYPES.contains(&text.as_ref()) {
-                return;
-            }
-            if text.is_empty() {
-                return;
-            }
-            visit(&Field {
-                node,
-                path,
-                text,
-                is_key: false,
-            });
         }
         Kind::Array => {
             if let Some(items) = doc.array(node) {
                 for (i, &v) in items.iter().enumerate() {
+                    let child = Child::of(doc, v, parent);
+                    if let Child::Nothing = child {
+                        continue;
+                    }
                     let len = path.len();
                     push_index(path, i);
-                    walk_fields(doc, v, path, parent_key, visit);
+                    child.walk(doc, v, path, parent, visit);
                     path.truncate(len);
                 }
             }
         }
         Kind::Object => {
-            let named = NAMED_CHILDREN.contains(&parent_key);
+            let named = parent == Parent::Named;
             if let Some(members) = doc.members(node) {
                 for (k, v) in members {
                     let key = doc.str(k).unwrap_or_default();
+                    // A property literally named "type" or "format" is a name, not
+                    // a keyword, so its value is walked as a schema.
+                    let pk = if named {
+                        Parent::Other
+                    } else {
+                        Parent::of(&key)
+                    };
+                    let child = Child::of(doc, v, pk);
+                    // A named key is visited itself, whatever its value.
+                    if !named && matches!(child, Child::Nothing) {
+                        continue;
+                    }
                     let len = path.len();
                     path.push('/');
                     path.push_str(&seg(&key));
@@ -660,10 +703,7 @@ pub fn walk_fields<'d>(
                         });
                         path.truncate(l2);
                     }
-                    // A property literally named "type" or "format" is a name, not
-                    // a keyword, so its value is walked as a schema.
-                    let pk = if named { "" } else { key.as_ref() };
-                    walk_fields(doc, v, path, pk, visit);
+                    child.walk(doc, v, path, pk, visit);
                     path.truncate(len);
                 }
             }
@@ -672,37 +712,193 @@ pub fn walk_fields<'d>(
     }
 }
 
+/// What an array's element or an object's value holds for [`walk`].
+enum Child<'d> {
+    /// A string to visit, decoded.
+    Text(Cow<'d, str>),
+    /// An array or an object, to walk.
+    Nested,
+    /// Nothing to visit: another scalar, or a string its key rules out.
+    Nothing,
+}
+
+impl<'d> Child<'d> {
+    #[inline(always)]
+    fn of(doc: &'d Document, node: NodeId, parent: Parent) -> Child<'d> {
+        match doc.kind(node) {
+            Kind::String => visible_text(doc, node, parent).map_or(Child::Nothing, Child::Text),
+            Kind::Array | Kind::Object => Child::Nested,
+            _ => Child::Nothing,
+        }
+    }
+
+    /// Visits the text, or walks the container, at `path`.
+    #[inline(always)]
+    fn walk(
+        self,
+        doc: &Document,
+        node: NodeId,
+        path: &mut String,
+        parent: Parent,
+        visit: &mut dyn FnMut(&Field<'_>),
+    ) {
+        match self {
+            Child::Text(text) => visit(&Field {
+                node,
+                path,
+                text,
+                is_key: false,
+            }),
+            Child::Nested => walk(doc, node, path, parent, visit),
+            Child::Nothing => {}
+        }
+    }
+}
+
+/// The decoded text of string node `node`, unless what its key says rules
+/// it out (schema machinery, a JSON type name) or it is empty.
+#[inline(always)]
+fn visible_text(doc: &Document, node: NodeId, parent: Parent) -> Option<Cow<'_, str>> {
+    if parent == Parent::Machine {
+        return None;
+    }
+    let text = doc.str(node).unwrap_or_default();
+    if parent == Parent::Type && is_json_type(&text) {
+        return None;
+    }
+    (!text.is_empty()).then_some(text)
+}
+
+/// An object schema met by the schema walk, for [`Rule::check_schema`],
+/// with the keywords that schema rules read, found in the walk's own pass
+/// over its members (the last of a duplicated key, as [`Document::get`]
+/// gives it), so that no rule looks them up again.
+#[derive(Clone, Copy, Debug)]
+pub struct Schema {
+    /// The schema object.
+    pub node: NodeId,
+    /// The value of its `required`.
+    pub required: Option<NodeId>,
+    /// The value of its `properties`.
+    pub properties: Option<NodeId>,
+    /// The value of its `patternProperties`.
+    pub pattern_properties: Option<NodeId>,
+}
+
+/// What a key of an object schema is to [`walk_schemas`].
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Keyword {
+    /// `required`.
+    Required,
+    /// `properties`.
+    Properties,
+    /// `patternProperties`.
+    PatternProperties,
+    /// An object of other named schemas: `$defs`, `definitions`,
+    /// `dependentSchemas`.
+    Named,
+    /// A schema, or an array of them: `items`, `additionalProperties`, `not`,
+    /// `if`, ...
+    Schema,
+    /// An array of schemas: `anyOf`, `oneOf`, `allOf`, `prefixItems`.
+    List,
+    /// Any other key.
+    Other,
+}
+
+impl Keyword {
+    /// What key node `key` is. Inlined into the walk's two loops: one read
+    /// of the node and a `match` for a key without escapes (all but a few).
+    #[inline(always)]
+    fn of(doc: &Document, key: NodeId) -> Keyword {
+        match doc.unescaped_bytes(key) {
+            Some(b) => Keyword::of_bytes(b),
+            None => Keyword::of_escaped(doc, key),
+        }
+    }
+
+    /// [`Keyword::of`] for a key with escapes, decoded first.
+    #[inline(never)]
+    fn of_escaped(doc: &Document, key: NodeId) -> Keyword {
+        Keyword::of_bytes(&doc.str_bytes(key))
+    }
+
+    /// What a key with decoded bytes `key` is.
+    #[inline(always)]
+    fn of_bytes(key: &[u8]) -> Keyword {
+        // A `match` on the key's bytes: a branch on the length, then on the
+        // bytes, not one comparison a keyword.
+        match key {
+            b"required" => Keyword::Required,
+            b"properties" => Keyword::Properties,
+            b"patternProperties" => Keyword::PatternProperties,
+            b"$defs" | b"definitions" | b"dependentSchemas" => Keyword::Named,
+            b"items"
+            | b"additionalProperties"
+            | b"not"
+            | b"if"
+            | b"then"
+            | b"else"
+            | b"contains"
+            | b"propertyNames"
+            | b"unevaluatedProperties"
+            | b"additionalItems" => Keyword::Schema,
+            b"anyOf" | b"oneOf" | b"allOf" | b"prefixItems" => Keyword::List,
+            _ => Keyword::Other,
+        }
+    }
+}
+
 /// Calls `visit` with every object schema in a tool's schemas, in document
 /// order. (No field path is built: no schema rule needs one, and building it
 /// cost a third of the walk.)
-fn walk_schemas(doc: &Document, node: NodeId, visit: &mut dyn FnMut(NodeId), depth: usize) {
+fn walk_schemas(doc: &Document, node: NodeId, visit: &mut dyn FnMut(&Schema), depth: usize) {
     if doc.kind(node) != Kind::Object || depth > 64 {
         return;
     }
-    visit(node);
     let Some(members) = doc.members(node) else {
         return;
     };
+    // One pass for the keywords the rules read and whether any member holds
+    // further schemas.
+    let mut schema = Schema {
+        node,
+        required: None,
+        properties: None,
+        pattern_properties: None,
+    };
+    let mut nests = false;
+    for (k, v) in members.clone() {
+        match Keyword::of(doc, k) {
+            Keyword::Required => schema.required = Some(v),
+            Keyword::Properties => {
+                schema.properties = Some(v);
+                nests = true;
+            }
+            Keyword::PatternProperties => {
+                schema.pattern_properties = Some(v);
+                nests = true;
+            }
+            Keyword::Named | Keyword::Schema | Keyword::List => nests = true,
+            Keyword::Other => {}
+        }
+    }
+    visit(&schema);
+    // Most schemas are a parameter's `{"type": ..., "description": ...}`,
+    // with nothing to go into: those take no second pass.
+    if !nests {
+        return;
+    }
     for (k, v) in members {
-        let key = doc.str(k).unwrap_or_default();
-        match key.as_ref() {
-            "properties" | "patternProperties" | "$defs" | "definitions" | "dependentSchemas" => {
+        match Keyword::of(doc, k) {
+            Keyword::Properties | Keyword::PatternProperties | Keyword::Named => {
                 if let Some(ms) = doc.members(v) {
                     for (_, pv) in ms {
                         walk_schemas(doc, pv, visit, depth + 1);
                     }
                 }
             }
-            "items"
-            | "additionalProperties"
-            | "not"
-            | "if"
-            | "then"
-            | "else"
-            | "contains"
-            | "propertyNames"
-            | "unevaluatedProperties"
-            | "additionalItems" => match doc.kind(v) {
+            Keyword::Schema => match doc.kind(v) {
                 Kind::Object => walk_schemas(doc, v, visit, depth + 1),
                 Kind::Array => {
                     for &x in doc.array(v).unwrap_or_default() {
@@ -711,12 +907,12 @@ fn walk_schemas(doc: &Document, node: NodeId, visit: &mut dyn FnMut(NodeId), dep
                 }
                 _ => {}
             },
-            "anyOf" | "oneOf" | "allOf" | "prefixItems" => {
+            Keyword::List => {
                 for &x in doc.array(v).unwrap_or_default() {
                     walk_schemas(doc, x, visit, depth + 1);
                 }
             }
-            _ => {}
+            Keyword::Required | Keyword::Other => {}
         }
     }
 }
@@ -1226,6 +1422,90 @@ mod tests {
             engine.set_threads(threads);
             assert!(engine.check_servers(&scopes) == one, "{threads} threads");
         }
+    }
+
+    /// The schema walk visits the schemas a plain walk by decoded key names
+    /// visits, in the same order, each with the keywords `Document::get`
+    /// finds (escaped and duplicated keys included).
+    #[test]
+    fn schema_walk_matches_plain_lookups() {
+        fn plain(doc: &Document, node: NodeId, out: &mut Vec<NodeId>, depth: usize) {
+            if doc.kind(node) != Kind::Object || depth > 64 {
+                return;
+            }
+            out.push(node);
+            for (k, v) in doc.members(node).into_iter().flatten() {
+                let key = doc.str(k).unwrap_or_default();
+                let schemas: Vec<NodeId> = match key.as_ref() {
+                    "properties" | "patternProperties" | "$defs" | "definitions"
+                    | "dependentSchemas" => doc
+                        .members(v)
+                        .into_iter()
+                        .flatten()
+                        .map(|(_, s)| s)
+                        .collect(),
+                    "items"
+                    | "additionalProperties"
+                    | "not"
+                    | "if"
+                    | "then"
+                    | "else"
+                    | "contains"
+                    | "propertyNames"
+                    | "unevaluatedProperties"
+                    | "additionalItems"
+                        if doc.kind(v) == Kind::Object =>
+                    {
+                        vec![v]
+                    }
+                    "items"
+                    | "additionalProperties"
+                    | "not"
+                    | "if"
+                    | "then"
+                    | "else"
+                    | "contains"
+                    | "propertyNames"
+                    | "unevaluatedProperties"
+                    | "additionalItems"
+                    | "anyOf"
+                    | "oneOf"
+                    | "allOf"
+                    | "prefixItems" => doc.array(v).unwrap_or_default().to_vec(),
+                    _ => Vec::new(),
+                };
+                for s in schemas {
+                    plain(doc, s, out, depth + 1);
+                }
+            }
+        }
+        let text = r#"{"type": "object", "required": ["a"], "properties": {
+            "a": {"type": "string", "required": "x", "required": ["b"]},
+            "b": {"items": [{"required": ["c"]}, {"properties": {}}], "anyOf": [{}, 3]},
+            "c": {"properties": {"d": {"not": {"if": {}}}}, "patternProperties": {}},
+            "d": {"$defs": {"e": {}}, "definitions": {"f": {"then": {}, "else": {}}}},
+            "g": {"dependentSchemas": {"h": {"contains": {}}}, "properties": 1},
+            "i": {"additionalProperties": {"propertyNames": {}}, "required": []},
+            "j": {"unevaluatedProperties": {}, "additionalItems": [{}], "prefixItems": [{}]},
+            "k": {"oneOf": [{"allOf": [{"items": {}}]}], "required": ["z"]}
+        }}"#;
+        let doc = Document::parse(text.as_bytes().to_vec(), &Default::default()).expect("parses");
+        let mut want = Vec::new();
+        plain(&doc, doc.root(), &mut want, 0);
+        let mut got = Vec::new();
+        walk_schemas(
+            &doc,
+            doc.root(),
+            &mut |s| {
+                assert_eq!(s.required, doc.get(s.node, "required"));
+                assert_eq!(s.properties, doc.get(s.node, "properties"));
+                assert_eq!(s.pattern_properties, doc.get(s.node, "patternProperties"));
+                got.push(s.node);
+            },
+            0,
+        );
+        assert_eq!(got, want);
+        assert!(got.len() > 20, "{}", got.len());
     }
 
     /// The forward cursor gives the same lines and columns as a full index, in

@@ -22,9 +22,10 @@ impl Rule for MissingDescription {
     }
 
     fn check_tool(&self, scope: &Scope<'_>, tool: &Tool, out: &mut Sink) {
+        // Without decoding a copy of the description (most have escapes).
         let empty = tool
             .description
-            .is_none_or(|d| scope.doc.str(d).is_none_or(|s| s.trim().is_empty()));
+            .is_none_or(|d| scope.doc.str_is_blank(d) != Some(false));
         if empty {
             let at = tool.description.unwrap_or(tool.name_node);
             out.emit(

@@ -2,8 +2,8 @@
 
 use super::code_rule;
 use crate::finding::Severity;
-use crate::manifest::{NodeId, Tool};
-use crate::rules::engine::{Rule, RuleMeta, Scope, Sink};
+use crate::manifest::{Kind, Tool};
+use crate::rules::engine::{Rule, RuleMeta, Schema, Scope, Sink};
 
 code_rule!(RequiredUndefined, "required-undefined", "`required` names a property the schema does not define", Low, High,
     ["schema"],
@@ -22,20 +22,27 @@ impl Rule for RequiredUndefined {
         crate::rules::engine::Levels::SCHEMA
     }
 
-    fn check_schema(&self, scope: &Scope<'_>, _tool: &Tool, schema: NodeId, out: &mut Sink) {
+    fn check_schema(&self, scope: &Scope<'_>, _tool: &Tool, schema: &Schema, out: &mut Sink) {
         let doc = scope.doc;
-        let Some(req) = doc.get(schema, "required").and_then(|r| doc.array(r)) else {
+        let Some(req) = schema.required.and_then(|r| doc.array(r)) else {
             return;
         };
-        let props = doc.get(schema, "properties");
+        let props = schema.properties;
         // With patternProperties or open additionalProperties any name may be valid.
-        if doc.get(schema, "patternProperties").is_some() {
+        if schema.pattern_properties.is_some() {
             return;
         }
         for &r in req {
-            let Some(name) = doc.str(r) else { continue };
-            let defined = props.is_some_and(|p| doc.get(p, &name).is_some());
+            if doc.kind(r) != Kind::String {
+                continue;
+            }
+            // Compared node to node: the name is decoded only for a finding.
+            let defined = props.is_some_and(|p| {
+                doc.members(p)
+                    .is_some_and(|mut m| m.any(|(k, _)| doc.same_str(k, r)))
+            });
             if !defined {
+                let name = doc.str(r).unwrap_or_default();
                 let sentence = name.chars().any(char::is_whitespace);
                 let f = out.emit(
                     scope,
