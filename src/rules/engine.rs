@@ -957,17 +957,17 @@ impl Engine {
             }
         }
         self.patterns.context(field.path, tool, ctx);
-        if let Some(found) = memo.get(&field.text) {
-            sink.replay(scope, field.node, found);
-            return;
-        }
+        let slot = match memo.get(&field.text) {
+            Ok(found) => return sink.replay(scope, field.node, found),
+            Err(slot) => slot,
+        };
         if !memo.has_room(field.text.len()) {
             return self.check_field_afresh(scope, field, tool, norm, sink);
         }
         sink.start_recording();
         self.check_field_afresh(scope, field, tool, norm, sink);
         if let Some(found) = sink.take_recorded(field.node) {
-            memo.insert(&field.text, found);
+            memo.insert(slot, &field.text, found);
         }
     }
 
