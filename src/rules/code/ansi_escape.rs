@@ -27,6 +27,10 @@ impl Rule for AnsiEscape {
         Some(0)
     }
 
+    fn text_context_reads_path(&self) -> bool {
+        false
+    }
+
     fn check_text(&self, scope: &Scope<'_>, field: &Field<'_>, norm: &Normalized, out: &mut Sink) {
         let hidden: Vec<_> = norm
             .hidden

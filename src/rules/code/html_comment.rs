@@ -58,6 +58,10 @@ impl Rule for HtmlComment {
         Some(0)
     }
 
+    fn text_context_reads_path(&self) -> bool {
+        false
+    }
+
     fn check_text(&self, scope: &Scope<'_>, field: &Field<'_>, norm: &Normalized, out: &mut Sink) {
         // Most text has neither `<` nor `]`: memchr answers that before the
         // substring searches (whose set-up costs more than the search itself

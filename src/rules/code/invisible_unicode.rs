@@ -33,6 +33,10 @@ impl Rule for InvisibleUnicode {
         Some(0)
     }
 
+    fn text_context_reads_path(&self) -> bool {
+        false
+    }
+
     fn check_text(&self, scope: &Scope<'_>, field: &Field<'_>, norm: &Normalized, out: &mut Sink) {
         let text = field.text.as_ref();
         let hidden: Vec<_> = norm

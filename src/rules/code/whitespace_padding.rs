@@ -62,6 +62,10 @@ impl Rule for WhitespacePadding {
         Some(0)
     }
 
+    fn text_context_reads_path(&self) -> bool {
+        false
+    }
+
     fn check_text(&self, scope: &Scope<'_>, field: &Field<'_>, norm: &Normalized, out: &mut Sink) {
         let text = field.text.as_ref();
         // A run long enough to report has at least `NEWLINES` characters, so
