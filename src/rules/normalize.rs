@@ -95,6 +95,9 @@ pub struct Normalized {
     /// that input lower-cased: ASCII, and the same bytes as the input.
     /// Checks that would otherwise ask `is_ascii` of the text read this.
     pub plain: bool,
+    /// True if `text` holds a `<` or a `]`, with which HTML comments and
+    /// Markdown's comment idiom begin (`html-comment` skips text without).
+    pub markup: bool,
 }
 
 /// The base64 alphabets, by byte: bit 0 the standard one, bit 1 the
@@ -117,7 +120,8 @@ pub(crate) const B64_CLASS: [u8; 256] = {
 
 /// Byte classes for `runs`: bit 0 base64 alphabet (either of
 /// [`B64_CLASS`]), bit 1 ASCII whitespace, bit 2 not plain ASCII (see
-/// [`plain_ascii`]), bit 3 hex digit.
+/// [`plain_ascii`]), bit 3 hex digit, bit 4 `<` or `]` (see
+/// [`Normalized::markup`]).
 static CLASS: [u8; 256] = {
     let mut t = [0u8; 256];
     let mut i = 0;
@@ -135,6 +139,9 @@ static CLASS: [u8; 256] = {
         if b.is_ascii_hexdigit() {
             t[i] |= 8;
         }
+        if b == b'<' || b == b']' {
+            t[i] |= 16;
+        }
         i += 1;
     }
     t
@@ -151,6 +158,8 @@ pub struct Runs {
     hex: usize,
     /// The text is [`plain_ascii`].
     plain: bool,
+    /// The text holds a `<` or a `]`.
+    markup: bool,
 }
 
 /// The longest base64-alphabet, ASCII whitespace and hex-digit runs of `s`,
@@ -199,14 +208,18 @@ impl RunCounter {
             space: self.best_w,
             hex: self.best_h,
             plain: self.classes & 4 == 0,
+            markup: self.classes & 16 != 0,
         }
     }
 }
 
 impl Normalized {
-    /// Sets the runs counted after [`normalize_text_into`].
+    /// Sets the runs counted after [`normalize_text_into`] (and
+    /// [`Normalized::markup`], which for plain ASCII text the same count
+    /// tells: lower-casing moves neither `<` nor `]`).
     pub fn set_runs(&mut self, r: Runs) {
         (self.blob_run, self.space_run, self.hex_run) = (r.blob, r.space, r.hex);
+        self.markup = r.markup;
     }
 
     /// Maps a byte range of `text` to a byte range of the decoded input.
@@ -255,8 +268,8 @@ fn plain_ascii(s: &str) -> bool {
 }
 
 /// [`normalize_into`], except that for plain ASCII input (see
-/// [`Normalized::plain`]) the runs (`blob_run`, `space_run`, `hex_run`) are
-/// left for the caller to count over `n.text` with a [`RunCounter`] and set
+/// [`Normalized::plain`]) the runs (`blob_run`, `space_run`, `hex_run`, and
+/// `markup`) are left for the caller to count over `n.text` with a [`RunCounter`] and set
 /// with [`Normalized::set_runs`]; returns true when it did so. Lower-casing
 /// changes none of the bytes' classes, so the runs of `n.text` are those of
 /// `s`. The engine counts them in the pattern prefilter's loop.
@@ -266,7 +279,7 @@ pub fn normalize_text_into(s: &str, n: &mut Normalized) -> bool {
         return false;
     }
     fill_plain(s, n);
-    (n.blob_run, n.space_run, n.hex_run) = (0, 0, 0);
+    (n.blob_run, n.space_run, n.hex_run, n.markup) = (0, 0, 0, false);
     true
 }
 
@@ -454,6 +467,8 @@ fn normalize_other(s: &str, r: Runs, n: &mut Normalized) {
         }
     }
     n.map = Some(map);
+    // NFKC makes `<` of `＜` and `]` of `］`: the input's bytes do not tell.
+    n.markup = memchr::memchr2(b'<', b']', n.text.as_bytes()).is_some();
 }
 
 /// Where an escape sequence whose ESC ends at `at` in `s` ends: CSI (ESC [
@@ -761,6 +776,7 @@ mod tests {
                 (a.blob_run, a.space_run, a.hex_run),
                 (b.blob_run, b.space_run, b.hex_run)
             );
+            assert_eq!(a.markup, a.text.contains(['<', ']']), "{t:?}");
             // Reused buffers give the same, whatever they held before.
             let mut m = normalize("\u{200b}Ab\u{1b}[2K о\u{301}");
             assert!(!normalize_text_into(t, &mut m) || m.text == a.text);
@@ -795,7 +811,7 @@ mod tests {
         ] {
             check(t);
         }
-        proptest!(ProptestConfig::with_cases(4000), |(t in "[aZ0 .\t\n\u{1b}\\[\\]\u{7}\\\\\u{7f}\u{85}\u{200b}\u{200d}\u{200e}\u{202e}\u{fe0f}\u{e0041}\u{e0100}\u{301}éÉаАеЕοΟıﬁＡ言🎯—]{0,40}")| {
+        proptest!(ProptestConfig::with_cases(4000), |(t in "[aZ0 .\t\n\u{1b}\\[\\]\u{7}\\\\\u{7f}\u{85}\u{200b}\u{200d}\u{200e}\u{202e}\u{fe0f}\u{e0041}\u{e0100}\u{301}éÉаАеЕοΟıﬁＡ言🎯—<＜］]{0,40}")| {
             check(&t);
         });
     }
@@ -822,7 +838,7 @@ mod tests {
     #[test]
     fn deferred_runs_equal_measured_runs() {
         use proptest::prelude::*;
-        proptest!(ProptestConfig::with_cases(2000), |(t in "[a-hA-H0-9+/_=\\- .\t\n\u{1b}é]{0,60}")| {
+        proptest!(ProptestConfig::with_cases(2000), |(t in "[a-hA-H0-9+/_=\\- .\t\n\u{1b}é<\\]]{0,60}")| {
             let mut m = Normalized::default();
             normalize_into(&t, &mut m);
             let mut n = Normalized::default();
@@ -834,7 +850,7 @@ mod tests {
                 n.set_runs(c.finish());
             }
             prop_assert_eq!(&n.text, &m.text);
-            prop_assert_eq!((n.blob_run, n.space_run, n.hex_run, n.plain), (m.blob_run, m.space_run, m.hex_run, m.plain));
+            prop_assert_eq!((n.blob_run, n.space_run, n.hex_run, n.plain, n.markup), (m.blob_run, m.space_run, m.hex_run, m.plain, m.markup));
             prop_assert_eq!(n.plain, plain_ascii(&t));
         });
     }
