@@ -32,6 +32,10 @@ impl Rule for AnsiEscape {
     }
 
     fn check_text(&self, scope: &Scope<'_>, field: &Field<'_>, norm: &Normalized, out: &mut Sink) {
+        // Nothing was removed from most text (all plain ASCII text).
+        if norm.hidden.is_empty() {
+            return;
+        }
         let hidden: Vec<_> = norm
             .hidden
             .iter()
