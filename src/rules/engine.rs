@@ -537,6 +537,13 @@ pub trait Rule: Send + Sync {
     fn text_context(&self, _path: &str) -> Option<u32> {
         None
     }
+    /// Whether [`Rule::text_context`] reads its `path`. A rule whose answer
+    /// is the same for every path (most read the text only) says false: the
+    /// engine then asks it once, when it is built, instead of once a field
+    /// (seven calls a field cost about 2% of a check). True by default.
+    fn text_context_reads_path(&self) -> bool {
+        true
+    }
     /// Once per group of servers that belong to one agent (two or more).
     fn check_agent(&self, _servers: &[Scope<'_>], _out: &mut Sink) {}
     /// After all other rules ran on one subject (a tool, prompt, resource or the
@@ -931,6 +938,12 @@ pub struct Engine {
     rules: Vec<Box<dyn Rule>>,
     /// The rules that implement [`Rule::check_text`], by index.
     text_rules: Vec<usize>,
+    /// Those of them whose [`Rule::text_context`] reads the path: the others
+    /// give the same answer for every field, which keys nothing apart.
+    path_context_rules: Vec<usize>,
+    /// True if none of the others answered None (which turns the memo off
+    /// for every field).
+    fixed_contexts_known: bool,
     patterns: PatternSet,
     settings: HashMap<String, RuleSettings>,
     index: HashMap<String, usize>,
@@ -953,9 +966,15 @@ impl Engine {
                 return Err(m.id.clone());
             }
         }
-        let text_rules = (0..code.len()).filter(|&i| code[i].levels().text).collect();
+        let text_rules: Vec<usize> = (0..code.len()).filter(|&i| code[i].levels().text).collect();
+        let (path_context_rules, fixed): (Vec<usize>, Vec<usize>) = text_rules
+            .iter()
+            .partition(|&&i| code[i].text_context_reads_path());
+        let fixed_contexts_known = fixed.iter().all(|&i| code[i].text_context("").is_some());
         Ok(Engine {
             text_rules,
+            path_context_rules,
+            fixed_contexts_known,
             rules: code,
             patterns,
             settings: HashMap::new(),
@@ -1141,29 +1160,29 @@ impl Engine {
         sink: &mut Sink,
         memo: &mut TextMemo,
     ) {
-        if !self.memo {
+        if !self.memo || !self.fixed_contexts_known {
             return self.check_field_afresh(scope, field, tool, norm, sink);
         }
         let ctx = memo.context();
         ctx.push(u32::from(field.is_key));
-        for &i in &self.text_rules {
+        for &i in &self.path_context_rules {
             match self.rules[i].text_context(field.path) {
                 Some(c) => ctx.push(c),
                 None => return self.check_field_afresh(scope, field, tool, norm, sink),
             }
         }
         self.patterns.context(field.path, tool, ctx);
-        if let Some(found) = memo.get(&field.text) {
-            sink.replay(scope, field.node, found);
-            return;
-        }
+        let slot = match memo.get(&field.text) {
+            Ok(found) => return sink.replay(scope, field.node, found),
+            Err(slot) => slot,
+        };
         if !memo.has_room(field.text.len()) {
             return self.check_field_afresh(scope, field, tool, norm, sink);
         }
         sink.start_recording();
         self.check_field_afresh(scope, field, tool, norm, sink);
         if let Some(found) = sink.take_recorded(field.node) {
-            memo.insert(&field.text, found);
+            memo.insert(slot, &field.text, found);
         }
     }
 

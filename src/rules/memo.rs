@@ -22,6 +22,7 @@
 //! is checked once by each.
 
 use std::collections::HashMap;
+use std::hash::{BuildHasher, BuildHasherDefault, Hasher};
 
 use foldhash::fast::RandomState;
 
@@ -30,9 +31,9 @@ use crate::finding::{Confidence, Severity};
 /// The memo's default budget in bytes.
 pub const MAX_BYTES: usize = 64 << 20;
 
-/// What an entry costs besides its text and findings' strings (the key's
-/// allocation, the hash slot, the vector's header), counted against the
-/// budget so that many short texts cannot exceed it.
+/// What an entry costs besides its text and findings' strings (the entry,
+/// the hash slot, the findings' headers), counted against the budget so that
+/// many short texts cannot exceed it.
 const ENTRY_BYTES: usize = 96;
 
 /// A range of a field's decoded text (None: the whole field).
@@ -72,21 +73,90 @@ impl Recorded {
     }
 }
 
-/// Text → its findings. foldhash costs a fraction of SipHash on short
-/// strings (the std hasher took 7% of a check here); its seed is random per
-/// process, which is enough for a run over files that cannot see it.
-type Texts = HashMap<Box<str>, Vec<Recorded>, RandomState>;
+/// The memo's table: the hash of a context and a text → the index of the
+/// newest entry with that hash (older ones are chained through
+/// [`Entry::next`]). The keys are already foldhash's output, so the table
+/// hashes them no further.
+type Table = HashMap<u64, usize, BuildHasherDefault<Prehashed>>;
+
+/// A [`std::hash::Hasher`] for keys that are already hashes: a `u64` is
+/// its own hash.
+#[derive(Default)]
+struct Prehashed(u64);
+
+impl Hasher for Prehashed {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        // Only `u64` keys come here; anything else is folded in all the same.
+        for &b in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(b);
+        }
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n;
+    }
+}
+
+/// No further entry with the same hash.
+const END: usize = usize::MAX;
+
+/// One text checked: where its text and findings are kept, and its context.
+#[derive(Clone, Copy, Debug)]
+struct Entry {
+    /// The index of its context in [`TextMemo::contexts`].
+    context: usize,
+    /// Its text's bytes in [`TextMemo::texts`].
+    text: (usize, usize),
+    /// Its findings in [`TextMemo::found`].
+    found: (usize, usize),
+    /// The next older entry with the same hash, or [`END`].
+    next: usize,
+}
+
+/// Where [`TextMemo::insert`] puts a text that [`TextMemo::get`] did not
+/// find: the hash and context `get` computed, so that they are not computed
+/// twice.
+#[derive(Clone, Copy, Debug)]
+pub struct Slot {
+    hash: u64,
+    context: usize,
+}
 
 /// The findings of every text checked so far in one check.
+///
+/// Every text is copied into one string and every finding into one vector,
+/// and the table maps a hash to an entry's index: no allocation per entry,
+/// and dropping the memo frees a handful of buffers rather than one per text
+/// (the earlier map of boxed strings cost about 5% of a check in `malloc`,
+/// hashing each new text twice, and `free`).
 pub struct TextMemo {
     /// The context of the field being checked (see [`TextMemo::context`]).
     context: Vec<u32>,
-    /// Per context (see [`TextMemo::context`]): text → its findings.
-    /// Contexts are few (key or value, a value slot, a user rule's globs):
-    /// a list searched once per field.
-    map: Vec<(Box<[u32]>, Texts)>,
-    /// The index in `map` of the current context, if it is there.
+    /// Every context met so far. Contexts are few (key or value, a value
+    /// slot, a user rule's globs): a list searched once per field, the
+    /// previous field's context first.
+    contexts: Vec<Box<[u32]>>,
+    /// The index in `contexts` of the current context, once found.
     current: Option<usize>,
+    /// The index in `contexts` of the previous field's context.
+    previous: usize,
+    /// Hash of (context, text) → the newest entry with that hash.
+    table: Table,
+    /// Every text kept.
+    entries: Vec<Entry>,
+    /// Their texts, one after the other.
+    texts: String,
+    /// Their findings, one text's after the other.
+    found: Vec<Recorded>,
+    /// Hashes (context, text) pairs; its seed is random per process, which
+    /// is enough for a run over files that cannot see it. foldhash costs a
+    /// fraction of SipHash on short strings (the std hasher took 7% of a
+    /// check here).
+    hasher: RandomState,
     /// Bytes counted so far.
     bytes: usize,
     /// The budget.
@@ -104,8 +174,14 @@ impl TextMemo {
     pub fn with_budget(budget: usize) -> Self {
         TextMemo {
             context: Vec::new(),
-            map: Vec::new(),
+            contexts: Vec::new(),
             current: None,
+            previous: 0,
+            table: Table::default(),
+            entries: Vec::new(),
+            texts: String::new(),
+            found: Vec::new(),
+            hasher: RandomState::default(),
             bytes: 0,
             budget,
         }
@@ -121,10 +197,26 @@ impl TextMemo {
         &mut self.context
     }
 
-    /// The findings recorded for `text` in the current context.
-    pub fn get(&mut self, text: &str) -> Option<&[Recorded]> {
-        let i = self.find_context()?;
-        self.map[i].1.get(text).map(Vec::as_slice)
+    /// The findings recorded for `text` in the current context, or where
+    /// [`TextMemo::insert`] is to put them.
+    pub fn get(&mut self, text: &str) -> Result<&[Recorded], Slot> {
+        let context = self.find_context();
+        let hash = self.hasher.hash_one((context, text));
+        self.lookup(Slot { hash, context }, text)
+    }
+
+    /// The findings of `text` in the context of `slot`, whose hash is
+    /// `slot.hash`; or `slot` again when it is not there.
+    fn lookup(&self, slot: Slot, text: &str) -> Result<&[Recorded], Slot> {
+        let mut at = self.table.get(&slot.hash).copied().unwrap_or(END);
+        while at != END {
+            let e = &self.entries[at];
+            if e.context == slot.context && &self.texts[e.text.0..e.text.1] == text {
+                return Ok(&self.found[e.found.0..e.found.1]);
+            }
+            at = e.next;
+        }
+        Err(slot)
     }
 
     /// True if a text of `len` bytes still fits (so that a full memo costs
@@ -133,31 +225,48 @@ impl TextMemo {
         self.bytes + ENTRY_BYTES + len <= self.budget
     }
 
-    /// The index of the current context in `map`, found once per field.
-    fn find_context(&mut self) -> Option<usize> {
-        if self.current.is_none() {
-            self.current = self.map.iter().position(|(c, _)| **c == self.context[..]);
+    /// The index of the current context in `contexts`, found once per field
+    /// (and added if new).
+    fn find_context(&mut self) -> usize {
+        if let Some(i) = self.current {
+            return i;
         }
-        self.current
+        let i = if self
+            .contexts
+            .get(self.previous)
+            .is_some_and(|c| **c == self.context[..])
+        {
+            self.previous
+        } else if let Some(i) = self.contexts.iter().position(|c| **c == self.context[..]) {
+            i
+        } else {
+            self.contexts.push(self.context[..].into());
+            self.contexts.len() - 1
+        };
+        self.current = Some(i);
+        self.previous = i;
+        i
     }
 
-    /// Records the findings of `text` in the current context, unless they
-    /// do not fit.
-    pub fn insert(&mut self, text: &str, found: Vec<Recorded>) {
+    /// Records the findings of `text`, which [`TextMemo::get`] did not find
+    /// and gave `slot` for, unless they do not fit.
+    pub fn insert(&mut self, slot: Slot, text: &str, found: Vec<Recorded>) {
         let size = ENTRY_BYTES + text.len() + found.iter().map(Recorded::size).sum::<usize>();
         if self.bytes + size > self.budget {
             return;
         }
         self.bytes += size;
-        let i = match self.find_context() {
-            Some(i) => i,
-            None => {
-                self.map.push((self.context[..].into(), Texts::default()));
-                self.map.len() - 1
-            }
-        };
-        self.current = Some(i);
-        self.map[i].1.insert(text.into(), found);
+        let index = self.entries.len();
+        let next = self.table.insert(slot.hash, index).unwrap_or(END);
+        let (t, f) = (self.texts.len(), self.found.len());
+        self.texts.push_str(text);
+        self.found.extend(found);
+        self.entries.push(Entry {
+            context: slot.context,
+            text: (t, self.texts.len()),
+            found: (f, self.found.len()),
+            next,
+        });
     }
 }
 
@@ -170,43 +279,101 @@ mod tests {
         m.context().extend_from_slice(context);
     }
 
-    #[test]
-    fn keys_on_context_and_text() {
-        let mut m = TextMemo::default();
-        at(&mut m, &[0]);
-        m.insert("limit", Vec::new());
-        assert_eq!(m.get("limit").map(<[_]>::len), Some(0));
-        assert!(m.get("Limit").is_none(), "another text");
-        at(&mut m, &[1]);
-        assert!(m.get("limit").is_none(), "another context");
-        at(&mut m, &[0, 0]);
-        assert!(m.get("limit").is_none(), "a longer context");
+    /// Looks `text` up and records `found` for it if it is not there, as the
+    /// engine does.
+    fn put(m: &mut TextMemo, text: &str, found: Vec<Recorded>) {
+        if let Err(slot) = m.get(text) {
+            m.insert(slot, text, found);
+        }
     }
 
-    #[test]
-    fn stops_keeping_beyond_its_budget() {
-        let finding = Recorded {
+    /// The number of findings recorded for `text`, if it is there.
+    fn count(m: &mut TextMemo, text: &str) -> Option<usize> {
+        m.get(text).ok().map(<[_]>::len)
+    }
+
+    fn finding(message: &str) -> Recorded {
+        Recorded {
             rule: "r".into(),
             severity: Severity::Low,
             confidence: Confidence::Low,
-            message: "m".repeat(100),
+            message: message.into(),
             help: None,
             label: String::new(),
             notes: vec!["n".repeat(50)],
             range: None,
-        };
+        }
+    }
+
+    #[test]
+    fn keys_on_context_and_text() {
+        let mut m = TextMemo::default();
+        at(&mut m, &[0]);
+        put(&mut m, "limit", Vec::new());
+        put(&mut m, "query", vec![finding("q")]);
+        assert_eq!(count(&mut m, "limit"), Some(0));
+        assert!(count(&mut m, "Limit").is_none(), "another text");
+        at(&mut m, &[1]);
+        assert!(count(&mut m, "limit").is_none(), "another context");
+        put(&mut m, "limit", vec![finding("a"), finding("b")]);
+        at(&mut m, &[0, 0]);
+        assert!(count(&mut m, "limit").is_none(), "a longer context");
+        // Each context keeps its own findings, whichever came first.
+        at(&mut m, &[0]);
+        assert_eq!(count(&mut m, "limit"), Some(0));
+        assert_eq!(
+            m.get("query").ok().map(|f| f[0].message.clone()),
+            Some("q".into())
+        );
+        at(&mut m, &[1]);
+        let found = m.get("limit").expect("kept");
+        assert_eq!(
+            (found[0].message.as_str(), found[1].message.as_str()),
+            ("a", "b")
+        );
+    }
+
+    /// Texts whose hashes are equal are told apart by their bytes and
+    /// their context.
+    #[test]
+    fn equal_hashes_are_chained() {
+        let mut m = TextMemo::default();
+        at(&mut m, &[0]);
+        let context = m.find_context();
+        let slot = Slot { hash: 7, context };
+        m.insert(slot, "first", vec![finding("1")]);
+        m.insert(slot, "second", Vec::new());
+        m.insert(
+            Slot {
+                hash: 7,
+                context: context + 1,
+            },
+            "first",
+            Vec::new(),
+        );
+        let message =
+            |r: Result<&[Recorded], Slot>| r.ok().map(|f| f.first().map(|f| f.message.clone()));
+        assert_eq!(message(m.lookup(slot, "first")), Some(Some("1".into())));
+        assert_eq!(message(m.lookup(slot, "second")), Some(None));
+        assert!(m.lookup(slot, "third").is_err());
+        assert!(m.lookup(Slot { hash: 8, context }, "first").is_err());
+    }
+
+    #[test]
+    fn stops_keeping_beyond_its_budget() {
+        let finding = finding(&"m".repeat(100));
         // Room for one short text with its finding, not for two.
         let one = ENTRY_BYTES + 3 + finding.size();
         let mut m = TextMemo::with_budget(one + ENTRY_BYTES + 2);
         at(&mut m, &[0]);
         assert!(m.has_room(3));
-        m.insert("abc", vec![finding.clone()]);
-        assert!(m.get("abc").is_some());
+        put(&mut m, "abc", vec![finding.clone()]);
+        assert!(count(&mut m, "abc").is_some());
         assert!(!m.has_room(3), "the findings count too");
-        m.insert("def", vec![finding]);
-        assert!(m.get("def").is_none(), "over the budget: not kept");
+        put(&mut m, "def", vec![finding]);
+        assert!(count(&mut m, "def").is_none(), "over the budget: not kept");
         assert!(m.has_room(2));
-        m.insert("gh", Vec::new());
-        assert!(m.get("gh").is_some(), "exactly at the budget: kept");
+        put(&mut m, "gh", Vec::new());
+        assert!(count(&mut m, "gh").is_some(), "exactly at the budget: kept");
     }
 }

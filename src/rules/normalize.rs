@@ -95,6 +95,9 @@ pub struct Normalized {
     /// that input lower-cased: ASCII, and the same bytes as the input.
     /// Checks that would otherwise ask `is_ascii` of the text read this.
     pub plain: bool,
+    /// True if `text` holds a `<` or a `]`, with which HTML comments and
+    /// Markdown's comment idiom begin (`html-comment` skips text without).
+    pub markup: bool,
 }
 
 /// The base64 alphabets, by byte: bit 0 the standard one, bit 1 the
@@ -117,7 +120,8 @@ pub(crate) const B64_CLASS: [u8; 256] = {
 
 /// Byte classes for `runs`: bit 0 base64 alphabet (either of
 /// [`B64_CLASS`]), bit 1 ASCII whitespace, bit 2 not plain ASCII (see
-/// [`plain_ascii`]), bit 3 hex digit.
+/// [`plain_ascii`]), bit 3 hex digit, bit 4 `<` or `]` (see
+/// [`Normalized::markup`]).
 static CLASS: [u8; 256] = {
     let mut t = [0u8; 256];
     let mut i = 0;
@@ -135,6 +139,9 @@ static CLASS: [u8; 256] = {
         if b.is_ascii_hexdigit() {
             t[i] |= 8;
         }
+        if b == b'<' || b == b']' {
+            t[i] |= 16;
+        }
         i += 1;
     }
     t
@@ -151,6 +158,8 @@ pub struct Runs {
     hex: usize,
     /// The text is [`plain_ascii`].
     plain: bool,
+    /// The text holds a `<` or a `]`.
+    markup: bool,
 }
 
 /// The longest base64-alphabet, ASCII whitespace and hex-digit runs of `s`,
@@ -199,14 +208,18 @@ impl RunCounter {
             space: self.best_w,
             hex: self.best_h,
             plain: self.classes & 4 == 0,
+            markup: self.classes & 16 != 0,
         }
     }
 }
 
 impl Normalized {
-    /// Sets the runs counted after [`normalize_text_into`].
+    /// Sets the runs counted after [`normalize_text_into`] (and
+    /// [`Normalized::markup`], which for plain ASCII text the same count
+    /// tells: lower-casing moves neither `<` nor `]`).
     pub fn set_runs(&mut self, r: Runs) {
         (self.blob_run, self.space_run, self.hex_run) = (r.blob, r.space, r.hex);
+        self.markup = r.markup;
     }
 
     /// Maps a byte range of `text` to a byte range of the decoded input.
@@ -238,7 +251,7 @@ pub fn normalize_into(s: &str, n: &mut Normalized) {
         fill_plain(s, n);
         n.set_runs(r);
     } else {
-        *n = normalize(s);
+        normalize_other(s, r, n);
     }
 }
 
@@ -255,18 +268,18 @@ fn plain_ascii(s: &str) -> bool {
 }
 
 /// [`normalize_into`], except that for plain ASCII input (see
-/// [`Normalized::plain`]) the runs (`blob_run`, `space_run`, `hex_run`) are
-/// left for the caller to count over `n.text` with a [`RunCounter`] and set
+/// [`Normalized::plain`]) the runs (`blob_run`, `space_run`, `hex_run`, and
+/// `markup`) are left for the caller to count over `n.text` with a [`RunCounter`] and set
 /// with [`Normalized::set_runs`]; returns true when it did so. Lower-casing
 /// changes none of the bytes' classes, so the runs of `n.text` are those of
 /// `s`. The engine counts them in the pattern prefilter's loop.
 pub fn normalize_text_into(s: &str, n: &mut Normalized) -> bool {
     if !plain_ascii(s) {
-        *n = normalize(s);
+        normalize_other(s, runs(s), n);
         return false;
     }
     fill_plain(s, n);
-    (n.blob_run, n.space_run, n.hex_run) = (0, 0, 0);
+    (n.blob_run, n.space_run, n.hex_run, n.markup) = (0, 0, 0, false);
     true
 }
 
@@ -302,86 +315,76 @@ pub fn folded_away(c: char) -> bool {
 
 /// Normalises `s` (already JSON-decoded). See the module docs for the steps.
 pub fn normalize(s: &str) -> Normalized {
-    // Fast path: printable ASCII plus tab/CR/LF only needs lower-casing.
-    let r = runs(s);
-    if r.plain {
-        return Normalized {
-            text: s.to_ascii_lowercase(),
-            blob_run: r.blob,
-            space_run: r.space,
-            hex_run: r.hex,
-            plain: true,
-            ..Normalized::default()
-        };
-    }
-    let mut out: Vec<(char, u32, u32)> = Vec::with_capacity(s.len());
-    let mut n = Normalized {
-        blob_run: r.blob,
-        space_run: r.space,
-        hex_run: r.hex,
-        ..Normalized::default()
-    };
-    let mut chars = s.char_indices().peekable();
-    while let Some((i, c)) = chars.next() {
-        let end = i + c.len_utf8();
-        // Printable ASCII, tab, CR and LF (most characters even of text that
-        // is not plain ASCII) are none of the cases below but the last:
-        // lower-cased, one byte for one byte.
-        if matches!(c, ' '..='~' | '\n' | '\t' | '\r') {
-            out.push((c.to_ascii_lowercase(), i as u32, end as u32));
+    let mut n = Normalized::default();
+    normalize_into(s, &mut n);
+    n
+}
+
+/// True for the bytes of plain ASCII text (see [`Normalized::plain`]).
+fn plain_byte(b: u8) -> bool {
+    matches!(b, b' '..=b'~' | b'\n' | b'\t' | b'\r')
+}
+
+/// Normalises `s`, which is not plain ASCII and whose runs are `r`, into
+/// `n` (reusing its buffers).
+///
+/// Runs of plain ASCII bytes, most of such text (an em dash or an emoji in
+/// a long English description), are lower-cased and mapped a run at a time;
+/// the other characters one by one. Look-alikes are folded afterwards, and
+/// only when the text holds one (this costs a copy of the text as
+/// characters). It gives what the character-by-character version kept in
+/// the tests gives.
+fn normalize_other(s: &str, r: Runs, n: &mut Normalized) {
+    n.text.clear();
+    let mut map = n.map.take().unwrap_or_default();
+    map.clear();
+    n.hidden.clear();
+    n.tag_text.clear();
+    n.mixed_script = false;
+    n.plain = false;
+    n.set_runs(r);
+    let bytes = s.as_bytes();
+    let mut confusables = false;
+    let mut i = 0;
+    while i < s.len() {
+        // Printable ASCII, tab, CR and LF are none of the cases below:
+        // lower-cased, one byte for one byte. (A run stops at an ASCII
+        // control or at the first byte of another character: `i` stays on
+        // a character boundary.)
+        let run = bytes[i..]
+            .iter()
+            .position(|&b| !plain_byte(b))
+            .unwrap_or(s.len() - i);
+        if run > 0 {
+            let at = n.text.len();
+            n.text.push_str(&s[i..i + run]);
+            n.text[at..].make_ascii_lowercase();
+            map.extend((i..i + run).map(|j| (j as u32, j as u32 + 1)));
+            i += run;
             continue;
         }
+        let Some(c) = s[i..].chars().next() else {
+            break;
+        };
+        let end = i + c.len_utf8();
         if c == '\u{1b}' {
-            // A whole escape sequence: CSI (ESC [ params final), OSC (ESC ] ... BEL/ST),
-            // or ESC plus one character.
-            let mut last = end;
-            match chars.peek().map(|&(_, c)| c) {
-                Some('[') => {
-                    let (j, c2) = chars.next().unwrap_or((i, '['));
-                    last = j + c2.len_utf8();
-                    for (j, c2) in chars.by_ref() {
-                        last = j + c2.len_utf8();
-                        if ('\u{40}'..='\u{7e}').contains(&c2) {
-                            break;
-                        }
-                    }
-                }
-                Some(']') => {
-                    let (j, c2) = chars.next().unwrap_or((i, ']'));
-                    last = j + c2.len_utf8();
-                    while let Some((j, c2)) = chars.next() {
-                        last = j + c2.len_utf8();
-                        if c2 == '\u{7}' {
-                            break;
-                        }
-                        if c2 == '\u{1b}' && chars.peek().map(|&(_, c)| c) == Some('\\') {
-                            if let Some((j, c3)) = chars.next() {
-                                last = j + c3.len_utf8();
-                            }
-                            break;
-                        }
-                    }
-                }
-                Some(_) => {
-                    if let Some((j, c2)) = chars.next() {
-                        last = j + c2.len_utf8();
-                    }
-                }
-                None => {}
-            }
+            let last = escape_end(s, end);
             n.hidden.push(Hidden {
                 kind: HiddenKind::Ansi,
                 start: i,
                 end: last,
             });
+            i = last;
             continue;
         }
-        if c.is_control() && !matches!(c, '\n' | '\t' | '\r') {
+        // Every ASCII character left is a control (DEL among them).
+        if c.is_control() {
             n.hidden.push(Hidden {
                 kind: HiddenKind::Control,
                 start: i,
                 end,
             });
+            i = end;
             continue;
         }
         if is_invisible(c) {
@@ -408,21 +411,23 @@ pub fn normalize(s: &str) -> Normalized {
                 start: i,
                 end,
             });
+            i = end;
             continue;
         }
         let (i32_, e32) = (i as u32, end as u32);
-        if c.is_ascii() {
-            out.push((c.to_ascii_lowercase(), i32_, e32));
-            continue;
-        }
-        if is_combining_mark(c) {
-            // A combining accent after a Latin letter: drop it (accent folding).
-            if out.last().is_some_and(|&(p, _, _)| p.is_ascii_alphabetic()) {
-                if let Some(last) = out.last_mut() {
-                    last.2 = e32;
-                }
-                continue;
+        // A combining accent after a Latin letter (one byte, so the last
+        // entry of the map is its own): drop it (accent folding).
+        if is_combining_mark(c)
+            && n.text
+                .as_bytes()
+                .last()
+                .is_some_and(u8::is_ascii_alphabetic)
+        {
+            if let Some(last) = map.last_mut() {
+                last.1 = e32;
             }
+            i = end;
+            continue;
         }
         for k in std::iter::once(c).nfkc() {
             // Accent folding: a precomposed Latin letter whose canonical
@@ -438,21 +443,77 @@ pub fn normalize(s: &str) -> Normalized {
                 _ => k,
             };
             for l in k.to_lowercase() {
-                out.push((l, i32_, e32));
+                confusables |= confusable(l).is_some();
+                n.text.push(l);
+                map.extend(std::iter::repeat_n((i32_, e32), l.len_utf8()));
             }
         }
+        i = end;
     }
-    fold_confusables(&mut out, &mut n.mixed_script);
-    let mut map = Vec::with_capacity(out.len());
-    n.text.reserve(out.len());
-    for (c, a, b) in out {
-        n.text.push(c);
-        for _ in 0..c.len_utf8() {
-            map.push((a, b));
+    if confusables {
+        // Each character with the decoded range of its first byte (all its
+        // bytes have the same one).
+        let mut out: Vec<(char, u32, u32)> = n
+            .text
+            .char_indices()
+            .map(|(k, c)| (c, map[k].0, map[k].1))
+            .collect();
+        fold_confusables(&mut out, &mut n.mixed_script);
+        n.text.clear();
+        map.clear();
+        for (c, a, b) in out {
+            n.text.push(c);
+            map.extend(std::iter::repeat_n((a, b), c.len_utf8()));
         }
     }
     n.map = Some(map);
-    n
+    // NFKC makes `<` of `＜` and `]` of `］`: the input's bytes do not tell.
+    n.markup = memchr::memchr2(b'<', b']', n.text.as_bytes()).is_some();
+}
+
+/// Where an escape sequence whose ESC ends at `at` in `s` ends: CSI (ESC [
+/// params final), OSC (ESC ] ... BEL or ST), or ESC plus one character.
+fn escape_end(s: &str, at: usize) -> usize {
+    let mut chars = s[at..].char_indices().map(|(j, c)| (at + j, c)).peekable();
+    let after = |(j, c): (usize, char)| j + c.len_utf8();
+    let mut last = at;
+    match chars.peek().map(|&(_, c)| c) {
+        Some('[') => {
+            if let Some(x) = chars.next() {
+                last = after(x);
+            }
+            for (j, c2) in chars.by_ref() {
+                last = after((j, c2));
+                if ('\u{40}'..='\u{7e}').contains(&c2) {
+                    break;
+                }
+            }
+        }
+        Some(']') => {
+            if let Some(x) = chars.next() {
+                last = after(x);
+            }
+            while let Some((j, c2)) = chars.next() {
+                last = after((j, c2));
+                if c2 == '\u{7}' {
+                    break;
+                }
+                if c2 == '\u{1b}' && chars.peek().map(|&(_, c)| c) == Some('\\') {
+                    if let Some(x) = chars.next() {
+                        last = after(x);
+                    }
+                    break;
+                }
+            }
+        }
+        Some(_) => {
+            if let Some(x) = chars.next() {
+                last = after(x);
+            }
+        }
+        None => {}
+    }
+    last
 }
 
 /// The Latin letter a Cyrillic or Greek look-alike stands for (lower case).
@@ -529,6 +590,232 @@ fn fold_confusables(out: &mut [(char, u32, u32)], mixed: &mut bool) {
 mod tests {
     use super::*;
 
+    /// The normalisation as it was written first, character by character:
+    /// what [`normalize`] must give.
+    fn normalize_by_char(s: &str) -> Normalized {
+        // Fast path: printable ASCII plus tab/CR/LF only needs lower-casing.
+        let r = runs(s);
+        if r.plain {
+            return Normalized {
+                text: s.to_ascii_lowercase(),
+                blob_run: r.blob,
+                space_run: r.space,
+                hex_run: r.hex,
+                plain: true,
+                ..Normalized::default()
+            };
+        }
+        let mut out: Vec<(char, u32, u32)> = Vec::with_capacity(s.len());
+        let mut n = Normalized {
+            blob_run: r.blob,
+            space_run: r.space,
+            hex_run: r.hex,
+            ..Normalized::default()
+        };
+        let mut chars = s.char_indices().peekable();
+        while let Some((i, c)) = chars.next() {
+            let end = i + c.len_utf8();
+            // Printable ASCII, tab, CR and LF (most characters even of text that
+            // is not plain ASCII) are none of the cases below but the last:
+            // lower-cased, one byte for one byte.
+            if matches!(c, ' '..='~' | '\n' | '\t' | '\r') {
+                out.push((c.to_ascii_lowercase(), i as u32, end as u32));
+                continue;
+            }
+            if c == '\u{1b}' {
+                // A whole escape sequence: CSI (ESC [ params final), OSC (ESC ] ... BEL/ST),
+                // or ESC plus one character.
+                let mut last = end;
+                match chars.peek().map(|&(_, c)| c) {
+                    Some('[') => {
+                        let (j, c2) = chars.next().unwrap_or((i, '['));
+                        last = j + c2.len_utf8();
+                        for (j, c2) in chars.by_ref() {
+                            last = j + c2.len_utf8();
+                            if ('\u{40}'..='\u{7e}').contains(&c2) {
+                                break;
+                            }
+                        }
+                    }
+                    Some(']') => {
+                        let (j, c2) = chars.next().unwrap_or((i, ']'));
+                        last = j + c2.len_utf8();
+                        while let Some((j, c2)) = chars.next() {
+                            last = j + c2.len_utf8();
+                            if c2 == '\u{7}' {
+                                break;
+                            }
+                            if c2 == '\u{1b}' && chars.peek().map(|&(_, c)| c) == Some('\\') {
+                                if let Some((j, c3)) = chars.next() {
+                                    last = j + c3.len_utf8();
+                                }
+                                break;
+                            }
+                        }
+                    }
+                    Some(_) => {
+                        if let Some((j, c2)) = chars.next() {
+                            last = j + c2.len_utf8();
+                        }
+                    }
+                    None => {}
+                }
+                n.hidden.push(Hidden {
+                    kind: HiddenKind::Ansi,
+                    start: i,
+                    end: last,
+                });
+                continue;
+            }
+            if c.is_control() && !matches!(c, '\n' | '\t' | '\r') {
+                n.hidden.push(Hidden {
+                    kind: HiddenKind::Control,
+                    start: i,
+                    end,
+                });
+                continue;
+            }
+            if is_invisible(c) {
+                let kind = match c {
+                    '\u{e0000}'..='\u{e007f}' => HiddenKind::Tag,
+                    '\u{200e}'
+                    | '\u{200f}'
+                    | '\u{202a}'..='\u{202e}'
+                    | '\u{2066}'..='\u{2069}'
+                    | '\u{061c}' => HiddenKind::Bidi,
+                    '\u{fe00}'..='\u{fe0f}'
+                    | '\u{e0100}'..='\u{e01ef}'
+                    | '\u{180b}'..='\u{180f}' => HiddenKind::Variation,
+                    _ => HiddenKind::ZeroWidth,
+                };
+                if kind == HiddenKind::Tag {
+                    let v = c as u32 - 0xe0000;
+                    if (0x20..0x7f).contains(&v) {
+                        n.tag_text.push(char::from(v as u8));
+                    }
+                }
+                n.hidden.push(Hidden {
+                    kind,
+                    start: i,
+                    end,
+                });
+                continue;
+            }
+            let (i32_, e32) = (i as u32, end as u32);
+            if c.is_ascii() {
+                out.push((c.to_ascii_lowercase(), i32_, e32));
+                continue;
+            }
+            if is_combining_mark(c) {
+                // A combining accent after a Latin letter: drop it (accent folding).
+                if out.last().is_some_and(|&(p, _, _)| p.is_ascii_alphabetic()) {
+                    if let Some(last) = out.last_mut() {
+                        last.2 = e32;
+                    }
+                    continue;
+                }
+            }
+            for k in std::iter::once(c).nfkc() {
+                // Accent folding: a precomposed Latin letter whose canonical
+                // decomposition starts with an ASCII letter becomes that letter.
+                let mut base = None;
+                decompose_canonical(k, |d| {
+                    if base.is_none() {
+                        base = Some(d);
+                    }
+                });
+                let k = match base {
+                    Some(b) if b.is_ascii_alphabetic() && b != k => b,
+                    _ => k,
+                };
+                for l in k.to_lowercase() {
+                    out.push((l, i32_, e32));
+                }
+            }
+        }
+        fold_confusables(&mut out, &mut n.mixed_script);
+        let mut map = Vec::with_capacity(out.len());
+        n.text.reserve(out.len());
+        for (c, a, b) in out {
+            n.text.push(c);
+            for _ in 0..c.len_utf8() {
+                map.push((a, b));
+            }
+        }
+        n.map = Some(map);
+        n
+    }
+
+    /// [`normalize`] gives what [`normalize_by_char`] gives: text, map,
+    /// hidden characters, tag text, runs and flags.
+    #[test]
+    fn normalize_equals_by_char() {
+        use proptest::prelude::*;
+        let check = |t: &str| {
+            let (a, b) = (normalize(t), normalize_by_char(t));
+            assert_eq!(
+                (
+                    &a.text,
+                    &a.map,
+                    &a.hidden,
+                    &a.tag_text,
+                    a.mixed_script,
+                    a.plain
+                ),
+                (
+                    &b.text,
+                    &b.map,
+                    &b.hidden,
+                    &b.tag_text,
+                    b.mixed_script,
+                    b.plain
+                ),
+                "{t:?}"
+            );
+            assert_eq!(
+                (a.blob_run, a.space_run, a.hex_run),
+                (b.blob_run, b.space_run, b.hex_run)
+            );
+            assert_eq!(a.markup, a.text.contains(['<', ']']), "{t:?}");
+            // Reused buffers give the same, whatever they held before.
+            let mut m = normalize("\u{200b}Ab\u{1b}[2K о\u{301}");
+            assert!(!normalize_text_into(t, &mut m) || m.text == a.text);
+            assert_eq!(
+                (
+                    &m.text,
+                    &m.map,
+                    &m.hidden,
+                    &m.tag_text,
+                    m.mixed_script,
+                    m.plain
+                ),
+                (
+                    &a.text,
+                    &a.map,
+                    &a.hidden,
+                    &a.tag_text,
+                    a.mixed_script,
+                    a.plain
+                ),
+                "{t:?}"
+            );
+        };
+        for t in [
+            "",
+            "Price.\u{1b}[F\u{1b}[2KIMPORTANT: x\u{1b}[0m",
+            "a\u{1b}]0;title\u{7}b\u{1b}]8;;x\u{1b}\\c\u{1b}",
+            "\u{1b}[12",
+            "ign\u{43e}r\u{435} previous — re\u{301}ve\u{301}lez ＩＧＮＯＲＥ ﬁ",
+            "Weather\u{e0072}\u{e0065}\u{e0061}\u{e0064} 🎯\u{fe0f} x\u{200d}y",
+            "\u{301}a\u{301}\u{301} Д\u{7f}\u{85}\t\r\n言",
+        ] {
+            check(t);
+        }
+        proptest!(ProptestConfig::with_cases(4000), |(t in "[aZ0 .\t\n\u{1b}\\[\\]\u{7}\\\\\u{7f}\u{85}\u{200b}\u{200d}\u{200e}\u{202e}\u{fe0f}\u{e0041}\u{e0100}\u{301}éÉаАеЕοΟıﬁＡ言🎯—<＜］]{0,40}")| {
+            check(&t);
+        });
+    }
+
     fn back<'a>(src: &'a str, n: &Normalized, needle: &str) -> &'a str {
         let at = n.text.find(needle).expect("needle in normalised text");
         let (s, e) = n.to_decoded(at, at + needle.len());
@@ -551,7 +838,7 @@ mod tests {
     #[test]
     fn deferred_runs_equal_measured_runs() {
         use proptest::prelude::*;
-        proptest!(ProptestConfig::with_cases(2000), |(t in "[a-hA-H0-9+/_=\\- .\t\n\u{1b}é]{0,60}")| {
+        proptest!(ProptestConfig::with_cases(2000), |(t in "[a-hA-H0-9+/_=\\- .\t\n\u{1b}é<\\]]{0,60}")| {
             let mut m = Normalized::default();
             normalize_into(&t, &mut m);
             let mut n = Normalized::default();
@@ -563,7 +850,7 @@ mod tests {
                 n.set_runs(c.finish());
             }
             prop_assert_eq!(&n.text, &m.text);
-            prop_assert_eq!((n.blob_run, n.space_run, n.hex_run, n.plain), (m.blob_run, m.space_run, m.hex_run, m.plain));
+            prop_assert_eq!((n.blob_run, n.space_run, n.hex_run, n.plain, n.markup), (m.blob_run, m.space_run, m.hex_run, m.plain, m.markup));
             prop_assert_eq!(n.plain, plain_ascii(&t));
         });
     }

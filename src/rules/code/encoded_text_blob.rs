@@ -43,6 +43,10 @@ impl Rule for EncodedTextBlob {
         Some(0)
     }
 
+    fn text_context_reads_path(&self) -> bool {
+        false
+    }
+
     fn check_text(&self, scope: &Scope<'_>, field: &Field<'_>, norm: &Normalized, out: &mut Sink) {
         let text = field.text.as_ref();
         // Both regexes need 32 bytes of the base64 alphabet in a row (hex

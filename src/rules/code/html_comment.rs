@@ -58,13 +58,15 @@ impl Rule for HtmlComment {
         Some(0)
     }
 
+    fn text_context_reads_path(&self) -> bool {
+        false
+    }
+
     fn check_text(&self, scope: &Scope<'_>, field: &Field<'_>, norm: &Normalized, out: &mut Sink) {
-        // Most text has neither `<` nor `]`: memchr answers that before the
-        // substring searches (whose set-up costs more than the search itself
-        // on short text).
-        if memchr::memchr2(b'<', b']', norm.text.as_bytes()).is_none()
-            || (!norm.text.contains("<!--") && !norm.text.contains("]:"))
-        {
+        // Most text has neither `<` nor `]`: normalising noted that before
+        // the substring searches (whose set-up costs more than the search
+        // itself on short text).
+        if !norm.markup || (!norm.text.contains("<!--") && !norm.text.contains("]:")) {
             return;
         }
         // A comment with no letters (`<!-- ... -->`, `<!---->`) hides

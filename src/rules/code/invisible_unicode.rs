@@ -33,7 +33,15 @@ impl Rule for InvisibleUnicode {
         Some(0)
     }
 
+    fn text_context_reads_path(&self) -> bool {
+        false
+    }
+
     fn check_text(&self, scope: &Scope<'_>, field: &Field<'_>, norm: &Normalized, out: &mut Sink) {
+        // Nothing was removed from most text (all plain ASCII text).
+        if norm.hidden.is_empty() {
+            return;
+        }
         let text = field.text.as_ref();
         let hidden: Vec<_> = norm
             .hidden

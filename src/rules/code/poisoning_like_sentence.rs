@@ -545,6 +545,10 @@ impl Rule for PoisoningLikeSentence {
         Some(0)
     }
 
+    fn text_context_reads_path(&self) -> bool {
+        false
+    }
+
     fn check_text(&self, scope: &Scope<'_>, field: &Field<'_>, norm: &Normalized, out: &mut Sink) {
         if field.is_key || field.text.len() < MIN_CHARS {
             return;

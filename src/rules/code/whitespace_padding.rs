@@ -48,6 +48,26 @@ fn longest_run(
     best
 }
 
+/// True if `text` has `NEWLINES` bytes in a row that are ASCII whitespace
+/// or belong to non-ASCII characters. Every padding character is one or the
+/// other (the invisible ones are all non-ASCII), and a run long enough to
+/// report has at least `NEWLINES` characters, so text without such bytes
+/// has none.
+fn may_pad(text: &str) -> bool {
+    let mut run = 0;
+    for &b in text.as_bytes() {
+        run = if b >= 0x80 || matches!(b, b' ' | b'\t'..=b'\r') {
+            run + 1
+        } else {
+            0
+        };
+        if run >= NEWLINES {
+            return true;
+        }
+    }
+    false
+}
+
 impl Rule for WhitespacePadding {
     fn meta(&self) -> &RuleMeta {
         &self.meta
@@ -62,6 +82,10 @@ impl Rule for WhitespacePadding {
         Some(0)
     }
 
+    fn text_context_reads_path(&self) -> bool {
+        false
+    }
+
     fn check_text(&self, scope: &Scope<'_>, field: &Field<'_>, norm: &Normalized, out: &mut Sink) {
         let text = field.text.as_ref();
         // A run long enough to report has at least `NEWLINES` characters, so
@@ -69,6 +93,11 @@ impl Rule for WhitespacePadding {
         // (`norm.plain` answers `is_ascii` for most text without a pass.)
         let ascii = norm.plain || text.is_ascii();
         if text.len() < NEWLINES || (ascii && norm.space_run < NEWLINES) {
+            return;
+        }
+        // Other text is scanned by character below (about 60 instructions
+        // a character, most of them ASCII); a byte pass rules most of it out.
+        if !ascii && !may_pad(text) {
             return;
         }
         // Pure ASCII text (most of it) is scanned by byte: the same runs, since
@@ -96,5 +125,27 @@ impl Rule for WhitespacePadding {
                 "padding",
             );
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Text that `may_pad` rules out has no run to report.
+    #[test]
+    fn may_pad_rules_out_only_text_without_padding() {
+        use proptest::prelude::*;
+        let runs = |t: &str| {
+            longest_run(
+                t.char_indices()
+                    .map(|(i, c)| (i, c.is_whitespace() || is_invisible(c), c == '\n')),
+            )
+        };
+        let padded = format!("a{}b", "\u{200b}\n".repeat(7));
+        assert!(may_pad(&padded) && runs(&padded).is_some());
+        proptest!(ProptestConfig::with_cases(3000), |(t in "[a. \t\n\u{a0}\u{200b}\u{3000}\u{e0041}é言]{0,60}")| {
+            prop_assert!(may_pad(&t) || runs(&t).is_none(), "{:?}", t);
+        });
     }
 }
