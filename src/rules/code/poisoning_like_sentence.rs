@@ -546,28 +546,35 @@ fn strongest(model: &Model, sentence: &str, n: usize) -> Vec<(String, f32)> {
 }
 
 /// The text the model reads: the decoded text lower-cased, as the training
-/// script reads it (`str.lower()`), with a map from each of its bytes back to
-/// the decoded text (`None` when they are the same bytes).
-fn lowered<'a>(field: &str, norm: &'a Normalized) -> (Cow<'a, str>, Option<Vec<usize>>) {
+/// script reads it (`str.lower()`). It is the normalised text itself when
+/// that is plain; else [`decoded_at`] maps its bytes back to the decoded text.
+fn lowered<'a>(field: &str, norm: &'a Normalized) -> Cow<'a, str> {
     if norm.plain {
         // Printable ASCII: the normalised text is the input lower-cased.
-        return (Cow::Borrowed(&norm.text), None);
+        return Cow::Borrowed(&norm.text);
     }
     // `str::to_lowercase` is Python's `str.lower` (a final capital sigma
-    // becomes `ς`, which per-character lowering misses); the map is built per
-    // character, whose lower-cased lengths are the same (σ and ς are both
-    // two bytes).
-    let s = field.to_lowercase();
-    let mut map = Vec::with_capacity(s.len() + 1);
+    // becomes `ς`, which per-character lowering misses).
+    Cow::Owned(field.to_lowercase())
+}
+
+/// The byte of `field` that byte `k` of its lower-cased form `lower` comes
+/// from (the end of `field` for the end of `lower`). Found per character,
+/// whose lower-cased lengths are those `str::to_lowercase` gives (σ and ς are
+/// both two bytes), and only for the sentence a finding names: most texts
+/// have none.
+fn decoded_at(field: &str, lower: &str, k: usize) -> usize {
+    if k >= lower.len() {
+        return field.len();
+    }
+    let mut end = 0;
     for (i, c) in field.char_indices() {
-        for l in c.to_lowercase() {
-            map.extend(std::iter::repeat_n(i, l.len_utf8()));
+        end += c.to_lowercase().map(char::len_utf8).sum::<usize>();
+        if k < end {
+            return i;
         }
     }
-    map.truncate(s.len());
-    map.resize(s.len(), field.len());
-    map.push(field.len());
-    (Cow::Owned(s), Some(map))
+    field.len()
 }
 
 impl Rule for PoisoningLikeSentence {
@@ -592,7 +599,7 @@ impl Rule for PoisoningLikeSentence {
         if model.weights.is_empty() {
             return;
         }
-        let (text, map) = lowered(&field.text, norm);
+        let text = lowered(&field.text, norm);
         let mut best: Option<(f32, usize, usize)> = None;
         SEEN.with_borrow_mut(|seen| {
             sentences(&text, |s, e| {
@@ -605,10 +612,12 @@ impl Rule for PoisoningLikeSentence {
         let Some((sc, s, e)) = best.filter(|b| b.0 > model.threshold) else {
             return;
         };
-        let (ds, de) = match &map {
-            None => (s, e),
-            // `m` has one entry per byte of `text` and one past its end.
-            Some(m) => (m[s], m[e]),
+        let (ds, de) = match &text {
+            Cow::Borrowed(_) => (s, e),
+            Cow::Owned(lower) => (
+                decoded_at(&field.text, lower, s),
+                decoded_at(&field.text, lower, e),
+            ),
         };
         let words: Vec<String> = strongest(model, &text[s..e], 5)
             .into_iter()
@@ -654,7 +663,7 @@ mod tests {
         for c in cases {
             let raw = c["text"].as_str().expect("text");
             let norm = crate::rules::normalize::normalize(raw);
-            let text = lowered(raw, &norm).0.into_owned();
+            let text = lowered(raw, &norm).into_owned();
             let mut toks = Vec::new();
             tokens(&text, |t, _| toks.push(t.to_string()));
             let want: Vec<String> = c["tokens"]
@@ -737,13 +746,13 @@ mod tests {
     }
 
     /// Any text, hostile or not, splits into in-bounds sentences on char
-    /// boundaries and scores without a panic, and the map back to the
-    /// decoded text stays in bounds.
+    /// boundaries and scores without a panic, and each byte of the
+    /// lower-cased text maps back to a character of the decoded text.
     #[test]
     fn any_text_is_safe() {
         use proptest::prelude::*;
         let model = &*MODEL;
-        proptest!(ProptestConfig::with_cases(400), |(text in "(?s).{0,200}", extra in "[`~@:/._ a-zA-Z0-9\n.!?'\u{200b}\u{e9}\u{130}\u{3000}]{0,80}")| {
+        proptest!(ProptestConfig::with_cases(400), |(text in "(?s).{0,200}", extra in "[`~@:/._ a-zA-Z0-9\n.!?'\u{200b}\u{e9}\u{130}\u{3a3}\u{3000}]{0,80}")| {
             let text = format!("{text}{extra}");
             let lower = text.to_lowercase();
             let mut seen = Seen::new();
@@ -754,10 +763,21 @@ mod tests {
                 let _ = strongest(model, &lower[s..e], 5);
             });
             let norm = crate::rules::normalize::normalize(&text);
-            let (low, map) = lowered(&text, &norm);
-            if let Some(m) = map {
-                assert_eq!(m.len(), low.len() + 1);
-                assert!(m.iter().all(|&i| i <= text.len() && text.is_char_boundary(i)));
+            if let Cow::Owned(low) = lowered(&text, &norm) {
+                // Each lower-cased byte comes from the character whose own
+                // lower-cased form holds it.
+                let mut from: Vec<usize> = Vec::new();
+                for (i, c) in text.char_indices() {
+                    for l in c.to_lowercase() {
+                        from.extend(std::iter::repeat_n(i, l.len_utf8()));
+                    }
+                }
+                from.resize(low.len(), text.len());
+                from.push(text.len());
+                for (k, &i) in from.iter().enumerate() {
+                    assert_eq!(decoded_at(&text, &low, k), i);
+                    assert!(i <= text.len() && text.is_char_boundary(i));
+                }
             }
         });
     }
