@@ -93,15 +93,28 @@ const BITS: u32 = 18;
 
 /// FNV-1a of a token's bytes: each token is hashed once, and its unigram and
 /// bigram buckets are mixed from that. (Eight bytes a step instead measured
-/// the same instruction count: the time is elsewhere.)
-fn token_hash(t: &str) -> u64 {
+/// the same instruction count: the time is elsewhere.) The words of a
+/// sentence are hashed by [`fnv_step`] as the tokeniser reads them; this is
+/// for the other tokens.
+const fn token_hash(t: &str) -> u64 {
+    let b = t.as_bytes();
     let mut h = FNV_OFFSET;
-    for &b in t.as_bytes() {
-        h ^= u64::from(b);
-        h = h.wrapping_mul(FNV_PRIME);
+    let mut i = 0;
+    while i < b.len() {
+        h = fnv_step(h, b[i]);
+        i += 1;
     }
     h
 }
+
+/// One byte of FNV-1a.
+const fn fnv_step(h: u64, b: u8) -> u64 {
+    (h ^ b as u64).wrapping_mul(FNV_PRIME)
+}
+
+/// The hashes of the tokens that stand for a kind of word.
+const IDENT_HASH: u64 = token_hash("<ident>");
+const NUM_HASH: u64 = token_hash("<num>");
 
 /// The bucket of a unigram.
 fn uni_bucket(h: u64) -> usize {
@@ -113,50 +126,35 @@ fn bi_bucket(prev: u64, h: u64) -> usize {
     ((prev.rotate_left(23) ^ h).wrapping_mul(0x94d0_49bb_1331_11eb) >> (64 - BITS)) as usize
 }
 
-/// ASCII byte classes: whitespace (as `char::is_whitespace`), a delimiter
-/// that ends a chunk, a byte of a word, a byte that may make a chunk a URL or
-/// an address, and the backtick (which also ends a chunk).
+/// Byte classes: ASCII whitespace (as `char::is_whitespace`), a delimiter
+/// that ends a chunk, a byte of a word (`_` and `'` marked as well, since a
+/// word that has one may be another token), the backtick (which also ends a
+/// chunk), and a byte of a non-ASCII character (decoded to be classed).
 const WS: u8 = 1;
 const DELIM: u8 = 2;
 const WORD: u8 = 4;
-const URLISH: u8 = 8;
-const TICK: u8 = 16;
-static ASCII_CLASS: [u8; 128] = {
-    let mut t = [0u8; 128];
+const UNDERSCORE: u8 = 8;
+const QUOTE: u8 = 16;
+const TICK: u8 = 32;
+const NON_ASCII: u8 = 64;
+static CLASS: [u8; 256] = {
+    let mut t = [0u8; 256];
     let mut i = 0;
-    while i < 128 {
+    while i < 256 {
         let b = i as u8;
-        if matches!(b, b' ' | b'\t' | b'\n' | 0x0b | 0x0c | b'\r') {
-            t[i] = WS;
-        }
-        // Not `:`, `?` or `!`, which URLs hold; a chunk's trailing ones are
-        // stripped instead.
-        if matches!(
-            b,
-            b',' | b';'
-                | b'('
-                | b')'
-                | b'['
-                | b']'
-                | b'{'
-                | b'}'
-                | b'<'
-                | b'>'
-                | b'"'
-                | b'*'
-                | b'|'
-        ) {
-            t[i] = DELIM;
-        }
-        if b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'\'' {
-            t[i] = WORD;
-        }
-        if b == b':' || b == b'@' {
-            t[i] = URLISH;
-        }
-        if b == b'`' {
-            t[i] = TICK;
-        }
+        t[i] = match b {
+            b' ' | b'\t' | b'\n' | 0x0b | 0x0c | b'\r' => WS,
+            // Not `:`, `?` or `!`, which URLs hold; a chunk's trailing ones
+            // are stripped instead.
+            b',' | b';' | b'(' | b')' | b'[' | b']' | b'{' | b'}' | b'<' | b'>' | b'"' | b'*'
+            | b'|' => DELIM,
+            b'a'..=b'z' | b'0'..=b'9' => WORD,
+            b'_' => WORD | UNDERSCORE,
+            b'\'' => WORD | QUOTE,
+            b'`' => TICK,
+            0x80.. => NON_ASCII,
+            _ => 0,
+        };
         i += 1;
     }
     t
@@ -170,7 +168,7 @@ fn char_at(s: &str, i: usize) -> char {
 /// True if the character starting at byte `i` is whitespace.
 fn space_at(s: &str, i: usize) -> bool {
     match s.as_bytes()[i] {
-        b if b < 0x80 => ASCII_CLASS[usize::from(b)] & WS != 0,
+        b if b < 0x80 => CLASS[usize::from(b)] & WS != 0,
         _ => char_at(s, i).is_whitespace(),
     }
 }
@@ -182,38 +180,51 @@ fn is_word_char(c: char) -> bool {
     c.is_alphabetic() || c.is_numeric() || is_combining_mark(c)
 }
 
-/// The token of a word: `<ident>` for snake_case names, `<num>` for digits,
-/// else the word without surrounding apostrophes (None when nothing is left).
-/// `underscore` says whether the word has a `_` (its scan noted it).
-fn word_token(w: &str, underscore: bool) -> Option<&str> {
-    // The checks look at a byte or two first: most words have no quote,
-    // underscore or leading digit.
+/// The token of a word, with its hash: `<ident>` for snake_case names,
+/// `<num>` for digits, else the word without surrounding apostrophes (None
+/// when nothing is left). `underscore` says whether the word has a `_`, and
+/// `h` is the hash of its bytes (its scan noted both).
+fn word_token(w: &str, underscore: bool, h: u64) -> Option<(&str, u64)> {
+    // [`words`] sends only the words with a quote, an underscore or a
+    // leading digit here; the others are their own token.
     let b = w.as_bytes();
-    let w = match (b.first(), b.last()) {
-        (Some(b'\''), _) | (_, Some(b'\'')) => w.trim_matches('\''),
-        _ => w,
+    let (w, h) = match (b.first(), b.last()) {
+        (Some(b'\''), _) | (_, Some(b'\'')) => {
+            let t = w.trim_matches('\'');
+            (t, token_hash(t))
+        }
+        _ => (w, h),
     };
     let b = w.as_bytes();
     if b.is_empty() {
         None
     } else if underscore && w.trim_matches('_').contains('_') {
-        Some("<ident>")
+        Some(("<ident>", IDENT_HASH))
     } else if b[0].is_ascii_digit() && b.iter().all(u8::is_ascii_digit) {
-        Some("<num>")
+        Some(("<num>", NUM_HASH))
     } else {
-        Some(w)
+        Some((w, h))
     }
 }
 
-/// Calls `tok` with each token of a lower-cased sentence: `<code>` for a
-/// backtick span of up to 60 characters, `<url>`, `<email>`, `<homepath>` for
-/// chunks that look like them, else the words of the chunk (runs of ASCII
-/// lower-case letters, digits, `_` and `'`, and of other letters, numbers
-/// and combining marks). Byte by byte: every byte the rules look at is ASCII, and only
-/// the other characters are decoded.
-fn tokens<'a>(s: &'a str, mut tok: impl FnMut(&'a str)) {
+/// Calls `tok` with each token of a lower-cased sentence and its hash:
+/// `<code>` for a backtick span of up to 60 characters, `<url>`, `<email>`,
+/// `<homepath>` for chunks that look like them, else the words of the chunk
+/// (runs of ASCII lower-case letters, digits, `_` and `'`, and of other
+/// letters, numbers and combining marks). Byte by byte: every byte the rules
+/// look at is ASCII, and only the other characters are decoded.
+///
+/// Only a chunk that holds a `:` or `@` or starts with `~` or `$` can be a
+/// URL, an address or a home path. The next `:` or `@` is known (`memchr`
+/// finds them, they are rare), so any other chunk is read once, its words
+/// found and hashed in the pass that finds its end; a chunk that may be one
+/// is scanned to its end first, since its words are tokens only if it is none.
+fn tokens<'a>(s: &'a str, mut tok: impl FnMut(&'a str, u64)) {
     let b = s.as_bytes();
     let n = b.len();
+    let next_colon_or_at =
+        |from: usize| memchr::memchr2(b':', b'@', &b[from..]).map_or(n, |k| from + k);
+    let mut colon_or_at = next_colon_or_at(0);
     let mut i = 0;
     while i < n {
         let c = b[i];
@@ -234,7 +245,7 @@ fn tokens<'a>(s: &'a str, mut tok: impl FnMut(&'a str)) {
             }
             match close {
                 Some(j) => {
-                    tok("<code>");
+                    tok("<code>", token_hash("<code>"));
                     i = j + 1;
                 }
                 None => i += 1,
@@ -242,7 +253,7 @@ fn tokens<'a>(s: &'a str, mut tok: impl FnMut(&'a str)) {
             continue;
         }
         if c < 0x80 {
-            if ASCII_CLASS[usize::from(c)] & (WS | DELIM) != 0 {
+            if CLASS[usize::from(c)] & (WS | DELIM) != 0 {
                 i += 1;
                 continue;
             }
@@ -253,95 +264,124 @@ fn tokens<'a>(s: &'a str, mut tok: impl FnMut(&'a str)) {
                 continue;
             }
         }
-        // The chunk runs to whitespace, a delimiter or a backtick; the same
-        // pass notes a `:` or `@`, without which it is no URL or address.
-        let mut j = i;
-        let mut urlish = false;
-        while j < n {
-            let d = b[j];
-            if d < 0x80 {
-                let k = ASCII_CLASS[usize::from(d)];
-                if k & (WS | DELIM | TICK) != 0 {
-                    break;
-                }
-                urlish |= k & URLISH != 0;
-                j += 1;
-            } else {
-                let ch = char_at(s, j);
-                if ch.is_whitespace() {
-                    break;
-                }
-                j += ch.len_utf8();
-            }
+        // A chunk starts here: it may be special if it starts with `~` or
+        // `$` or reaches the next `:` or `@`.
+        if colon_or_at < i {
+            colon_or_at = next_colon_or_at(i);
         }
-        let chunk = &s[i..j];
-        i = j;
-        if urlish || matches!(c, b'~' | b'$') {
-            // The checks read the chunk without trailing punctuation (the
-            // words are the same either way: it is no word byte).
-            let trimmed = chunk.trim_end_matches(['.', ':', '!', '?']);
-            let cb = trimmed.as_bytes();
-            if urlish && cb.windows(3).any(|w| w == b"://") {
-                tok("<url>");
-                continue;
-            }
-            if urlish && memchr::memchr(b'@', cb).is_some_and(|at| cb[at + 1..].contains(&b'.')) {
-                tok("<email>");
-                continue;
-            }
-            if trimmed.starts_with("~/") || trimmed.starts_with("$home/") {
-                tok("<homepath>");
+        let special = matches!(c, b'~' | b'$')
+            || (colon_or_at < n && chunk_end(s, i, colon_or_at) == colon_or_at);
+        if special {
+            let end = chunk_end(s, i, n);
+            if let Some(t) = special_token(&s[i..end]) {
+                tok(t, token_hash(t));
+                i = end;
                 continue;
             }
         }
-        words(chunk, &mut tok);
+        i = words(s, i, &mut tok);
     }
 }
 
-/// Calls `tok` with the token of each word of `chunk`: runs of word bytes
-/// and non-ASCII letters, numbers and combining marks.
-fn words<'a>(chunk: &'a str, tok: &mut impl FnMut(&'a str)) {
-    let cb = chunk.as_bytes();
-    let n = cb.len();
-    let mut k = 0;
-    while k < n {
-        // To the next word.
-        let d = cb[k];
+/// Where the chunk that starts at byte `i` of `s` ends (at whitespace, a
+/// delimiter or a backtick), or `limit` if it runs that far.
+fn chunk_end(s: &str, mut i: usize, limit: usize) -> usize {
+    let b = s.as_bytes();
+    while i < limit {
+        let d = b[i];
         if d < 0x80 {
-            if ASCII_CLASS[usize::from(d)] & WORD == 0 {
-                k += 1;
-                continue;
+            if CLASS[usize::from(d)] & (WS | DELIM | TICK) != 0 {
+                return i;
             }
+            i += 1;
         } else {
-            let ch = char_at(chunk, k);
+            let ch = char_at(s, i);
+            if ch.is_whitespace() {
+                return i;
+            }
+            i += ch.len_utf8();
+        }
+    }
+    limit
+}
+
+/// The token of a chunk that is a URL, an address or a home path.
+fn special_token(chunk: &str) -> Option<&'static str> {
+    // The checks read the chunk without trailing punctuation (the words are
+    // the same either way: it is no word byte).
+    let trimmed = chunk.trim_end_matches(['.', ':', '!', '?']);
+    let cb = trimmed.as_bytes();
+    if cb.windows(3).any(|w| w == b"://") {
+        Some("<url>")
+    } else if memchr::memchr(b'@', cb).is_some_and(|at| cb[at + 1..].contains(&b'.')) {
+        Some("<email>")
+    } else if trimmed.starts_with("~/") || trimmed.starts_with("$home/") {
+        Some("<homepath>")
+    } else {
+        None
+    }
+}
+
+/// Calls `tok` with the token of each word of the chunk that starts at byte
+/// `i` of `s` (runs of word bytes and non-ASCII letters, numbers and
+/// combining marks), hashed as it is read, and returns where the chunk ends.
+fn words<'a>(s: &'a str, mut i: usize, tok: &mut impl FnMut(&'a str, u64)) -> usize {
+    let b = s.as_bytes();
+    let n = b.len();
+    while i < n {
+        // To the next word, or the end of the chunk.
+        let k = CLASS[usize::from(b[i])];
+        if k & (WS | DELIM | TICK) != 0 {
+            return i;
+        }
+        if k & NON_ASCII != 0 {
+            let ch = char_at(s, i);
+            if ch.is_whitespace() {
+                return i;
+            }
             if !is_word_char(ch) {
-                k += ch.len_utf8();
+                i += ch.len_utf8();
                 continue;
             }
+        } else if k & WORD == 0 {
+            i += 1;
+            continue;
         }
-        // The word, noting an underscore on the way.
-        let start = k;
-        let mut underscore = false;
-        while k < n {
-            let d = cb[k];
-            if d < 0x80 {
-                if ASCII_CLASS[usize::from(d)] & WORD == 0 {
-                    break;
-                }
-                underscore |= d == b'_';
-                k += 1;
-            } else {
-                let ch = char_at(chunk, k);
+        // The word, hashed, and the classes of its ASCII bytes noted, on the
+        // way.
+        let start = i;
+        let mut h = FNV_OFFSET;
+        let mut classes = 0;
+        while i < n {
+            let d = b[i];
+            let k = CLASS[usize::from(d)];
+            if k & WORD != 0 {
+                classes |= k;
+                h = fnv_step(h, d);
+                i += 1;
+            } else if k & NON_ASCII != 0 {
+                let ch = char_at(s, i);
                 if !is_word_char(ch) {
                     break;
                 }
-                k += ch.len_utf8();
+                for &x in &b[i..i + ch.len_utf8()] {
+                    h = fnv_step(h, x);
+                }
+                i += ch.len_utf8();
+            } else {
+                break;
             }
         }
-        if let Some(t) = word_token(&chunk[start..k], underscore) {
-            tok(t);
+        let w = &s[start..i];
+        // Most words are their own token; the others are told by their
+        // quotes, underscores or leading digit.
+        if classes & (UNDERSCORE | QUOTE) == 0 && !b[start].is_ascii_digit() {
+            tok(w, h);
+        } else if let Some((t, th)) = word_token(w, classes & UNDERSCORE != 0, h) {
+            tok(t, th);
         }
     }
+    n
 }
 
 /// The minimum sentence length in characters, as in the training script.
@@ -449,8 +489,7 @@ impl Seen {
 /// `(Some(previous), word)` for a bigram.
 fn for_each_feature<'a>(sentence: &'a str, mut each: impl FnMut(usize, Option<&'a str>, &'a str)) {
     let mut prev: Option<(&str, u64)> = None;
-    tokens(sentence, |t| {
-        let h = token_hash(t);
+    tokens(sentence, |t, h| {
         each(uni_bucket(h), None, t);
         if let Some((p, ph)) = prev {
             each(bi_bucket(ph, h), Some(p), t);
@@ -507,28 +546,35 @@ fn strongest(model: &Model, sentence: &str, n: usize) -> Vec<(String, f32)> {
 }
 
 /// The text the model reads: the decoded text lower-cased, as the training
-/// script reads it (`str.lower()`), with a map from each of its bytes back to
-/// the decoded text (`None` when they are the same bytes).
-fn lowered<'a>(field: &str, norm: &'a Normalized) -> (Cow<'a, str>, Option<Vec<usize>>) {
+/// script reads it (`str.lower()`). It is the normalised text itself when
+/// that is plain; else [`decoded_at`] maps its bytes back to the decoded text.
+fn lowered<'a>(field: &str, norm: &'a Normalized) -> Cow<'a, str> {
     if norm.plain {
         // Printable ASCII: the normalised text is the input lower-cased.
-        return (Cow::Borrowed(&norm.text), None);
+        return Cow::Borrowed(&norm.text);
     }
     // `str::to_lowercase` is Python's `str.lower` (a final capital sigma
-    // becomes `ς`, which per-character lowering misses); the map is built per
-    // character, whose lower-cased lengths are the same (σ and ς are both
-    // two bytes).
-    let s = field.to_lowercase();
-    let mut map = Vec::with_capacity(s.len() + 1);
+    // becomes `ς`, which per-character lowering misses).
+    Cow::Owned(field.to_lowercase())
+}
+
+/// The byte of `field` that byte `k` of its lower-cased form `lower` comes
+/// from (the end of `field` for the end of `lower`). Found per character,
+/// whose lower-cased lengths are those `str::to_lowercase` gives (σ and ς are
+/// both two bytes), and only for the sentence a finding names: most texts
+/// have none.
+fn decoded_at(field: &str, lower: &str, k: usize) -> usize {
+    if k >= lower.len() {
+        return field.len();
+    }
+    let mut end = 0;
     for (i, c) in field.char_indices() {
-        for l in c.to_lowercase() {
-            map.extend(std::iter::repeat_n(i, l.len_utf8()));
+        end += c.to_lowercase().map(char::len_utf8).sum::<usize>();
+        if k < end {
+            return i;
         }
     }
-    map.truncate(s.len());
-    map.resize(s.len(), field.len());
-    map.push(field.len());
-    (Cow::Owned(s), Some(map))
+    field.len()
 }
 
 impl Rule for PoisoningLikeSentence {
@@ -557,7 +603,7 @@ impl Rule for PoisoningLikeSentence {
         if model.weights.is_empty() {
             return;
         }
-        let (text, map) = lowered(&field.text, norm);
+        let text = lowered(&field.text, norm);
         let mut best: Option<(f32, usize, usize)> = None;
         SEEN.with_borrow_mut(|seen| {
             sentences(&text, |s, e| {
@@ -570,10 +616,12 @@ impl Rule for PoisoningLikeSentence {
         let Some((sc, s, e)) = best.filter(|b| b.0 > model.threshold) else {
             return;
         };
-        let (ds, de) = match &map {
-            None => (s, e),
-            // `m` has one entry per byte of `text` and one past its end.
-            Some(m) => (m[s], m[e]),
+        let (ds, de) = match &text {
+            Cow::Borrowed(_) => (s, e),
+            Cow::Owned(lower) => (
+                decoded_at(&field.text, lower, s),
+                decoded_at(&field.text, lower, e),
+            ),
         };
         let words: Vec<String> = strongest(model, &text[s..e], 5)
             .into_iter()
@@ -619,9 +667,9 @@ mod tests {
         for c in cases {
             let raw = c["text"].as_str().expect("text");
             let norm = crate::rules::normalize::normalize(raw);
-            let text = lowered(raw, &norm).0.into_owned();
+            let text = lowered(raw, &norm).into_owned();
             let mut toks = Vec::new();
-            tokens(&text, |t| toks.push(t.to_string()));
+            tokens(&text, |t, _| toks.push(t.to_string()));
             let want: Vec<String> = c["tokens"]
                 .as_array()
                 .expect("tokens")
@@ -663,7 +711,7 @@ mod tests {
         let mut toks = Vec::new();
         tokens(
             "send it to `notes` at https://x.example/a?b=1 or a@b.io (~/.aws/x) now_now",
-            |t| toks.push(t),
+            |t, _| toks.push(t),
         );
         assert_eq!(
             toks,
@@ -702,13 +750,13 @@ mod tests {
     }
 
     /// Any text, hostile or not, splits into in-bounds sentences on char
-    /// boundaries and scores without a panic, and the map back to the
-    /// decoded text stays in bounds.
+    /// boundaries and scores without a panic, and each byte of the
+    /// lower-cased text maps back to a character of the decoded text.
     #[test]
     fn any_text_is_safe() {
         use proptest::prelude::*;
         let model = &*MODEL;
-        proptest!(ProptestConfig::with_cases(400), |(text in "(?s).{0,200}", extra in "[`~@:/._ a-zA-Z0-9\n.!?'\u{200b}\u{e9}\u{130}\u{3000}]{0,80}")| {
+        proptest!(ProptestConfig::with_cases(400), |(text in "(?s).{0,200}", extra in "[`~@:/._ a-zA-Z0-9\n.!?'\u{200b}\u{e9}\u{130}\u{3a3}\u{3000}]{0,80}")| {
             let text = format!("{text}{extra}");
             let lower = text.to_lowercase();
             let mut seen = Seen::new();
@@ -719,10 +767,21 @@ mod tests {
                 let _ = strongest(model, &lower[s..e], 5);
             });
             let norm = crate::rules::normalize::normalize(&text);
-            let (low, map) = lowered(&text, &norm);
-            if let Some(m) = map {
-                assert_eq!(m.len(), low.len() + 1);
-                assert!(m.iter().all(|&i| i <= text.len() && text.is_char_boundary(i)));
+            if let Cow::Owned(low) = lowered(&text, &norm) {
+                // Each lower-cased byte comes from the character whose own
+                // lower-cased form holds it.
+                let mut from: Vec<usize> = Vec::new();
+                for (i, c) in text.char_indices() {
+                    for l in c.to_lowercase() {
+                        from.extend(std::iter::repeat_n(i, l.len_utf8()));
+                    }
+                }
+                from.resize(low.len(), text.len());
+                from.push(text.len());
+                for (k, &i) in from.iter().enumerate() {
+                    assert_eq!(decoded_at(&text, &low, k), i);
+                    assert!(i <= text.len() && text.is_char_boundary(i));
+                }
             }
         });
     }
@@ -837,13 +896,15 @@ mod tests {
     }
 
     /// The byte-level tokeniser gives the tokens its specification gives, on
-    /// text full of the bytes it treats specially.
+    /// text full of the bytes it treats specially, each with its hash.
     #[test]
     fn tokens_follow_their_specification() {
         use proptest::prelude::*;
         proptest!(ProptestConfig::with_cases(2000), |(text in "[`~$@:/._,;(*| a-zA-Z0-9\n.!?'\u{a0}\u{e9}\u{301}\u{3b1}\u{4e2d}\u{2028}\u{1f}]{0,120}")| {
             let mut got = Vec::new();
-            tokens(&text, |t| got.push(t.to_string()));
+            tokens(&text, |t, h| got.push((t.to_string(), h)));
+            prop_assert!(got.iter().all(|(t, h)| *h == token_hash(t)), "{:?}", text);
+            let got: Vec<String> = got.into_iter().map(|(t, _)| t).collect();
             prop_assert_eq!(got, tokens_as_specified(&text), "{:?}", text);
         });
         for text in [
@@ -854,7 +915,10 @@ mod tests {
             "it's 'quoted' __init__ a_b 123 1a2 é́ 中文",
         ] {
             let mut got = Vec::new();
-            tokens(text, |t| got.push(t.to_string()));
+            tokens(text, |t, h| {
+                assert_eq!(h, token_hash(t), "{text}");
+                got.push(t.to_string());
+            });
             assert_eq!(got, tokens_as_specified(text), "{text}");
         }
     }
