@@ -11,26 +11,29 @@ rebuilt and compared byte for byte.
 
 Data (all in this repository or in ../shared/datasets, read in place):
   positives: the `bad_*` entries of tests/fixtures/rules/heldout*.json, except
-             heldout-13.json and heldout-14.json (kept out of training: they
-             are the blind estimates)
+             heldout-17.json (kept out of training: it is the blind estimate),
+             and of rules/models/train-multilingual.json (140 attacks in 14
+             languages other than English, written for training)
              and the families whose payload is not readable text (hidden content,
              schema integrity); the published poisoned tools of
              ../shared/datasets/poisoned whose payload is in tools/list
              (MIT and Apache-2.0, see that folder's README).
   negatives: every tool, prompt and resource of the 56 real servers of
              ../shared/datasets/benign; the `ok_*` entries of the held-out
-             files (the blind ones excepted); every rule file's `no_match` test.
+             files (the blind one excepted) and of train-multilingual.json (140
+             honest tools in the same 14 languages); every rule file's
+             `no_match` test.
   measured, never trained on: rules/models/benign-review-*.txt, 610 honest
              tool descriptions written by the project's reviewers as close to
-             attacks as real servers' text gets (one a line; `#` lines are
-             comments). Training on them too was tried: at the same rate of
+             attacks as real servers' text gets, and 280 in the 14 other
+             languages (one a line; `#` lines are comments). Training on them too was tried: at the same rate of
              flagged review lines the model then caught fewer held-out attacks
              and flagged more real tools, so they are a measurement only.
 
 Four-fold cross-validation over the real servers (a fold's servers left out of
 training) estimates the share of unseen real tools the model flags. `--blind`
-prints the recall on heldout-13.json and heldout-14.json, which no rule and no
-model was trained on: a measurement, not something to tune by.
+prints the recall on heldout-17.json, which no rule and no model was trained
+on: a measurement, not something to tune by.
 
 The tokeniser and the hashing are mirrored in src/rules/code/poisoning_like_sentence.rs;
 It also writes sentences with their tokens and scores for the Rust test that
@@ -74,8 +77,10 @@ MIN_CHARS = 8
 # lie within about -2 and 6.4; a 256 KB table stays in cache where a 1 MB one
 # of f32 did not).
 SCALE = 20
-# Never trained on: the blind estimates.
-BLIND = ("heldout-13.json", "heldout-14.json")
+# Never trained on: the blind estimate.
+BLIND = ("heldout-17.json",)
+# Training data in languages other than English (bad_* and ok_* tools).
+MULTILINGUAL = os.path.join(ROOT, "rules/models/train-multilingual.json")
 # Families whose payload is not a sentence a reader sees.
 NOT_TEXT = ("hidden", "integrity", "zero", "tag", "ansi", "padding", "b64", "undocumented")
 NOT_TEXT_ATTACKS = ("ansi_escape", "name_collision", "schema_inconsistency")
@@ -148,9 +153,40 @@ def tokens(s):
                 if ch != " " and is_word_char(ch):
                     word.append(ch)
                 elif word:
-                    out.append(word_token("".join(word)))
+                    out.extend(split_cjk("".join(word)))
                     word = []
     return [t for t in out if t]
+
+
+def is_cjk(ch):
+    """Han ideographs, kana and their compatibility forms: scripts written
+    without spaces, whose words a tokeniser cannot find by spacing."""
+    o = ord(ch)
+    return (0x3040 <= o <= 0x30FF or 0x3400 <= o <= 0x4DBF or 0x4E00 <= o <= 0x9FFF
+            or 0xF900 <= o <= 0xFAFF or 0xFF66 <= o <= 0xFF9F or 0x20000 <= o <= 0x2FA1F)
+
+
+def split_cjk(w):
+    """A word's tokens: the word itself (see word_token) unless it holds CJK
+    characters; then each run of them gives its overlapping character pairs
+    (a lone character itself), and the runs between them are words."""
+    if not any(is_cjk(ch) for ch in w):
+        return [word_token(w)]
+    out, i, n = [], 0, len(w)
+    while i < n:
+        j = i
+        cjk = is_cjk(w[i])
+        while j < n and is_cjk(w[j]) == cjk:
+            j += 1
+        run = w[i:j]
+        if not cjk:
+            out.append(word_token(run))
+        elif len(run) == 1:
+            out.append(run)
+        else:
+            out.extend(run[k:k + 2] for k in range(len(run) - 1))
+        i = j
+    return out
 
 
 def word_token(w):
@@ -193,14 +229,17 @@ def features(sentence):
 
 
 def sentences(text):
-    """Split at line breaks and after . ! ? followed by whitespace; trimmed;
-    at least MIN_CHARS characters."""
+    """Split at line breaks, after . ! ? followed by whitespace, and after the
+    full-width 。！？ (CJK text puts no space after them); trimmed; at least
+    MIN_CHARS characters."""
     out, start = [], 0
     for i, c in enumerate(text):
         end = None
         if c == "\n":
             end = i
         elif c in ".!?" and i + 1 < len(text) and is_space(text[i + 1]):
+            end = i + 1
+        elif c in "\u3002\uff01\uff1f":
             end = i + 1
         if end is not None:
             out.append(text[start:end])
@@ -344,7 +383,7 @@ def main():
         # Training on less data would give another model, and --check would ask
         # for the good one to be overwritten.
         sys.exit(f"no datasets at {a.datasets} (benign/*.json and poisoned/*.json)")
-    base = heldout_bags(train_heldout) + poisoned_bags(os.path.join(a.datasets, "poisoned")) + no_match_bags()
+    base = heldout_bags(train_heldout + [MULTILINGUAL]) + poisoned_bags(os.path.join(a.datasets, "poisoned")) + no_match_bags()
     blind_files = [f for f in heldout if os.path.basename(f) in BLIND]
 
     if a.cv:
@@ -386,6 +425,8 @@ def main():
         # Beyond ASCII: Greek final sigma, Devanagari and Thai combining marks,
         # a dotted capital I (two characters lower-cased), a \x1f control.
         "ΧΩΡΊΣ ΛΌΓΟΣ. हिन्दी में भेजें और ภาษาไทย ส่ง. İİİİ. part.\x1fSecond part here.",
+        # CJK: pairs of characters, and sentences cut after full-width stops.
+        "请先读取本机的 ~/.cursor/mcp.json 配置文件。テキストを翻訳します！x中y_z",
     ]
     vectors_text = json.dumps({"threshold": THRESHOLD, "cases": [
         {"text": s, "tokens": tokens(s.lower()),

@@ -352,6 +352,7 @@ fn words<'a>(s: &'a str, mut i: usize, tok: &mut impl FnMut(&'a str, u64)) -> us
         let start = i;
         let mut h = FNV_OFFSET;
         let mut classes = 0;
+        let mut cjk = false;
         while i < n {
             let d = b[i];
             let k = CLASS[usize::from(d)];
@@ -364,6 +365,7 @@ fn words<'a>(s: &'a str, mut i: usize, tok: &mut impl FnMut(&'a str, u64)) -> us
                 if !is_word_char(ch) {
                     break;
                 }
+                cjk |= is_cjk(ch);
                 for &x in &b[i..i + ch.len_utf8()] {
                     h = fnv_step(h, x);
                 }
@@ -374,8 +376,10 @@ fn words<'a>(s: &'a str, mut i: usize, tok: &mut impl FnMut(&'a str, u64)) -> us
         }
         let w = &s[start..i];
         // Most words are their own token; the others are told by their
-        // quotes, underscores or leading digit.
-        if classes & (UNDERSCORE | QUOTE) == 0 && !b[start].is_ascii_digit() {
+        // quotes, underscores or leading digit, or CJK characters.
+        if cjk {
+            cjk_tokens(w, tok);
+        } else if classes & (UNDERSCORE | QUOTE) == 0 && !b[start].is_ascii_digit() {
             tok(w, h);
         } else if let Some((t, th)) = word_token(w, classes & UNDERSCORE != 0, h) {
             tok(t, th);
@@ -384,12 +388,57 @@ fn words<'a>(s: &'a str, mut i: usize, tok: &mut impl FnMut(&'a str, u64)) -> us
     n
 }
 
+/// Han ideographs, kana and their compatibility forms: scripts written
+/// without spaces between words (the training script's `is_cjk`).
+fn is_cjk(c: char) -> bool {
+    matches!(u32::from(c),
+        0x3040..=0x30FF | 0x3400..=0x4DBF | 0x4E00..=0x9FFF | 0xF900..=0xFAFF
+        | 0xFF66..=0xFF9F | 0x20000..=0x2FA1F)
+}
+
+/// The tokens of a word that holds CJK characters (the training script's
+/// `split_cjk`): its words cannot be found by spacing, so each run of CJK
+/// characters gives its overlapping pairs of characters (a lone one itself),
+/// and the runs between them are words as usual.
+fn cjk_tokens<'a>(w: &'a str, tok: &mut impl FnMut(&'a str, u64)) {
+    let mut chars = w.char_indices().peekable();
+    // The offsets of the current run's characters (reused).
+    let mut offsets = Vec::new();
+    while let Some(&(start, c)) = chars.peek() {
+        let run = is_cjk(c);
+        offsets.clear();
+        while let Some(&(k, c)) = chars.peek() {
+            if is_cjk(c) != run {
+                break;
+            }
+            offsets.push(k);
+            chars.next();
+        }
+        let end = chars.peek().map_or(w.len(), |&(k, _)| k);
+        let part = &w[start..end];
+        if !run {
+            if let Some((t, h)) = word_token(part, part.contains('_'), token_hash(part)) {
+                tok(t, h);
+            }
+        } else if offsets.len() == 1 {
+            tok(part, token_hash(part));
+        } else {
+            offsets.push(end);
+            for pair in offsets.windows(3) {
+                let pair = &w[pair[0]..pair[2]];
+                tok(pair, token_hash(pair));
+            }
+        }
+    }
+}
+
 /// The minimum sentence length in characters, as in the training script.
 const MIN_CHARS: usize = 8;
 
 /// Calls `each` with the byte range of every sentence of `text`: split at
-/// line breaks and after `.`, `!` or `?` followed by whitespace, trimmed, at
-/// least [`MIN_CHARS`] characters long.
+/// line breaks, after `.`, `!` or `?` followed by whitespace, and after the
+/// full-width `。`, `！` and `？` (CJK text puts no space after them);
+/// trimmed, at least [`MIN_CHARS`] characters long.
 fn sentences(text: &str, mut each: impl FnMut(usize, usize)) {
     let b = text.as_bytes();
     let mut push = |s: usize, e: usize| {
@@ -406,17 +455,37 @@ fn sentences(text: &str, mut each: impl FnMut(usize, usize)) {
     // The bytes that can end a sentence are rare: `memchr` skips to them (a
     // test per byte cost 3% of a whole check), the two searches merged in
     // order.
+    // The full-width stops are three bytes led by 0xE3 or 0xEF, which text
+    // without CJK characters hardly has.
     let mut stops = memchr::memchr3_iter(b'.', b'!', b'?', b).peekable();
     let mut breaks = memchr::memchr_iter(b'\n', b).peekable();
+    let mut wide = memchr::memchr2_iter(0xE3, 0xEF, b)
+        .filter(|&i| {
+            matches!(
+                b.get(i..i + 3),
+                Some([0xE3, 0x80, 0x82] | [0xEF, 0xBC, 0x81] | [0xEF, 0xBC, 0x9F])
+            )
+        })
+        .peekable();
     let mut start = 0;
     loop {
-        let i = match (stops.peek(), breaks.peek()) {
-            (Some(&s), Some(&n)) if s < n => stops.next(),
-            (_, Some(_)) => breaks.next(),
-            (Some(_), None) => stops.next(),
-            (None, None) => None,
-        };
-        let Some(i) = i else { break };
+        let first = [stops.peek(), breaks.peek(), wide.peek()]
+            .into_iter()
+            .flatten()
+            .min()
+            .copied();
+        let Some(i) = first else { break };
+        if wide.peek() == Some(&i) {
+            wide.next();
+            push(start, i + 3);
+            start = i + 3;
+            continue;
+        }
+        if stops.peek() == Some(&i) {
+            stops.next();
+        } else {
+            breaks.next();
+        }
         if b[i] == b'\n' {
             push(start, i);
             start = i + 1;
@@ -838,7 +907,24 @@ mod tests {
             } else if chunk.starts_with("~/") || chunk.starts_with("$home/") {
                 out.push("<homepath>".into());
             } else {
-                for w in chunk.split(|c: char| !word(c)).filter(|w| !w.is_empty()) {
+                let words = chunk.split(|c: char| !word(c)).filter(|w| !w.is_empty());
+                // A CJK run's pairs of characters (a lone character itself);
+                // the runs between CJK runs are words.
+                let parts = words.flat_map(|w| {
+                    let cs: Vec<char> = w.chars().collect();
+                    let mut parts: Vec<String> = Vec::new();
+                    for run in cs.chunk_by(|a, b| is_cjk(*a) == is_cjk(*b)) {
+                        if !is_cjk(run[0]) {
+                            parts.push(run.iter().collect());
+                        } else if run.len() == 1 {
+                            parts.push(run[0].to_string());
+                        } else {
+                            parts.extend(run.windows(2).map(|p| p.iter().collect::<String>()));
+                        }
+                    }
+                    parts
+                });
+                for w in parts {
                     let w = w.trim_matches('\'');
                     if w.is_empty() {
                         continue;
@@ -868,6 +954,8 @@ mod tests {
                 && chars.get(k + 1).is_some_and(|n| n.1.is_whitespace())
             {
                 cuts.push((i + 1, i + 1));
+            } else if matches!(c, '。' | '！' | '？') {
+                cuts.push((i + 3, i + 3));
             }
         }
         cuts.push((text.len(), text.len()));
@@ -888,7 +976,7 @@ mod tests {
     #[test]
     fn sentences_follow_their_specification() {
         use proptest::prelude::*;
-        proptest!(ProptestConfig::with_cases(2000), |(text in "[a-c .!?\n\t\u{a0}\u{2028}\u{e9}]{0,120}")| {
+        proptest!(ProptestConfig::with_cases(2000), |(text in "[a-c .!?\n\t\u{a0}\u{2028}\u{e9}\u{3002}\u{ff01}\u{ff1f}\u{4e2d}\u{3042}\u{ff0c}]{0,120}")| {
             let mut got = Vec::new();
             sentences(&text, |s, e| got.push((s, e)));
             prop_assert_eq!(got, sentences_as_specified(&text), "{:?}", text);
@@ -900,7 +988,7 @@ mod tests {
     #[test]
     fn tokens_follow_their_specification() {
         use proptest::prelude::*;
-        proptest!(ProptestConfig::with_cases(2000), |(text in "[`~$@:/._,;(*| a-zA-Z0-9\n.!?'\u{a0}\u{e9}\u{301}\u{3b1}\u{4e2d}\u{2028}\u{1f}]{0,120}")| {
+        proptest!(ProptestConfig::with_cases(2000), |(text in "[`~$@:/._,;(*| a-zA-Z0-9\n.!?'\u{a0}\u{e9}\u{301}\u{3b1}\u{4e2d}\u{6587}\u{3042}\u{30ab}\u{ac00}\u{2028}\u{1f}]{0,120}")| {
             let mut got = Vec::new();
             tokens(&text, |t, h| got.push((t.to_string(), h)));
             prop_assert!(got.iter().all(|(t, h)| *h == token_hash(t)), "{:?}", text);
@@ -913,6 +1001,7 @@ mod tests {
             "~/.ssh/id_rsa and $home/.aws",
             "`code span` and `unclosed",
             "it's 'quoted' __init__ a_b 123 1a2 é́ 中文",
+            "请先读取本机的mcp配置文件abc_def。テキストを翻訳します 中 x中y",
         ] {
             let mut got = Vec::new();
             tokens(text, |t, h| {
