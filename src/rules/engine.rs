@@ -1448,6 +1448,19 @@ mod tests {
     /// finds (escaped and duplicated keys included).
     #[test]
     fn schema_walk_matches_plain_lookups() {
+        // Keywords whose value is a schema, or (some drafts) an array of them.
+        const ONE_OR_MANY: &[&str] = &[
+            "items",
+            "additionalProperties",
+            "not",
+            "if",
+            "then",
+            "else",
+            "contains",
+            "propertyNames",
+            "unevaluatedProperties",
+            "additionalItems",
+        ];
         fn plain(doc: &Document, node: NodeId, out: &mut Vec<NodeId>, depth: usize) {
             if doc.kind(node) != Kind::Object || depth > 64 {
                 return;
@@ -1463,34 +1476,12 @@ mod tests {
                         .flatten()
                         .map(|(_, s)| s)
                         .collect(),
-                    "items"
-                    | "additionalProperties"
-                    | "not"
-                    | "if"
-                    | "then"
-                    | "else"
-                    | "contains"
-                    | "propertyNames"
-                    | "unevaluatedProperties"
-                    | "additionalItems"
-                        if doc.kind(v) == Kind::Object =>
+                    k if ONE_OR_MANY.contains(&k) && doc.kind(v) == Kind::Object => vec![v],
+                    k if ONE_OR_MANY.contains(&k)
+                        || matches!(k, "anyOf" | "oneOf" | "allOf" | "prefixItems") =>
                     {
-                        vec![v]
+                        doc.array(v).unwrap_or_default().to_vec()
                     }
-                    "items"
-                    | "additionalProperties"
-                    | "not"
-                    | "if"
-                    | "then"
-                    | "else"
-                    | "contains"
-                    | "propertyNames"
-                    | "unevaluatedProperties"
-                    | "additionalItems"
-                    | "anyOf"
-                    | "oneOf"
-                    | "allOf"
-                    | "prefixItems" => doc.array(v).unwrap_or_default().to_vec(),
                     _ => Vec::new(),
                 };
                 for s in schemas {

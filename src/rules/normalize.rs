@@ -429,25 +429,11 @@ fn normalize_other(s: &str, r: Runs, n: &mut Normalized) {
             i = end;
             continue;
         }
-        for k in std::iter::once(c).nfkc() {
-            // Accent folding: a precomposed Latin letter whose canonical
-            // decomposition starts with an ASCII letter becomes that letter.
-            let mut base = None;
-            decompose_canonical(k, |d| {
-                if base.is_none() {
-                    base = Some(d);
-                }
-            });
-            let k = match base {
-                Some(b) if b.is_ascii_alphabetic() && b != k => b,
-                _ => k,
-            };
-            for l in k.to_lowercase() {
-                confusables |= confusable(l).is_some();
-                n.text.push(l);
-                map.extend(std::iter::repeat_n((i32_, e32), l.len_utf8()));
-            }
-        }
+        fold_char(c, |l| {
+            confusables |= confusable(l).is_some();
+            n.text.push(l);
+            map.extend(std::iter::repeat_n((i32_, e32), l.len_utf8()));
+        });
         i = end;
     }
     if confusables {
@@ -469,6 +455,28 @@ fn normalize_other(s: &str, r: Runs, n: &mut Normalized) {
     n.map = Some(map);
     // NFKC makes `<` of `＜` and `]` of `］`: the input's bytes do not tell.
     n.markup = memchr::memchr2(b'<', b']', n.text.as_bytes()).is_some();
+}
+
+/// Calls `each` with what one character of text becomes once normalised:
+/// NFKC, then accent folding (a precomposed Latin letter whose canonical
+/// decomposition starts with an ASCII letter becomes that letter), then
+/// lower case.
+fn fold_char(c: char, mut each: impl FnMut(char)) {
+    for k in std::iter::once(c).nfkc() {
+        let mut base = None;
+        decompose_canonical(k, |d| {
+            if base.is_none() {
+                base = Some(d);
+            }
+        });
+        let k = match base {
+            Some(b) if b.is_ascii_alphabetic() && b != k => b,
+            _ => k,
+        };
+        for l in k.to_lowercase() {
+            each(l);
+        }
+    }
 }
 
 /// Where an escape sequence whose ESC ends at `at` in `s` ends: CSI (ESC [
@@ -715,23 +723,7 @@ mod tests {
                     continue;
                 }
             }
-            for k in std::iter::once(c).nfkc() {
-                // Accent folding: a precomposed Latin letter whose canonical
-                // decomposition starts with an ASCII letter becomes that letter.
-                let mut base = None;
-                decompose_canonical(k, |d| {
-                    if base.is_none() {
-                        base = Some(d);
-                    }
-                });
-                let k = match base {
-                    Some(b) if b.is_ascii_alphabetic() && b != k => b,
-                    _ => k,
-                };
-                for l in k.to_lowercase() {
-                    out.push((l, i32_, e32));
-                }
-            }
+            fold_char(c, |l| out.push((l, i32_, e32)));
         }
         fold_confusables(&mut out, &mut n.mixed_script);
         let mut map = Vec::with_capacity(out.len());
