@@ -578,6 +578,10 @@ enum Parent {
 }
 
 impl Parent {
+    /// What `key` says. Inlined into the walk's loop over members, where
+    /// the call cost a fifth of the match (1.6 M instructions over the
+    /// bench's four checks).
+    #[inline(always)]
     fn of(key: &str) -> Parent {
         match key.as_bytes() {
             b"$schema" | b"$ref" | b"$id" | b"$anchor" | b"format" | b"contentMediaType"
