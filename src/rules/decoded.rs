@@ -64,7 +64,7 @@ fn next_long_run(bytes: &[u8], from: usize, min: usize) -> Option<usize> {
     // or follows a byte in neither alphabet.
     let mut start = from;
     loop {
-        let probe = start + min - 1;
+        let probe = start.checked_add(min.max(1) - 1)?;
         if !b64_any(*bytes.get(probe)?) {
             start = probe + 1;
             continue;

@@ -16,7 +16,10 @@
 //!
 //! The memo lives for one [`crate::rules::engine::Engine::check`] and holds
 //! about [`MAX_BYTES`] at most (texts, findings, and an allowance for each
-//! entry's bookkeeping); beyond that, fields are checked afresh. A check
+//! entry's bookkeeping); beyond that, fields are checked afresh. The budget
+//! counts bytes used: the two buffers grow by doubling, so what is allocated
+//! can reach about twice that, and the list of contexts (bounded by the
+//! combinations of user rules' globs) is not counted. A check
 //! spread over several threads keeps one memo a thread, each with a share
 //! of that budget: a text repeated on servers that different threads check
 //! is checked once by each.

@@ -216,7 +216,9 @@ impl RunCounter {
 impl Normalized {
     /// Sets the runs counted after [`normalize_text_into`] (and
     /// [`Normalized::markup`], which for plain ASCII text the same count
-    /// tells: lower-casing moves neither `<` nor `]`).
+    /// tells: lower-casing moves neither `<` nor `]`). Other text's
+    /// `markup` must be read from its normalised form after this call, as
+    /// `normalize_other` does (full-width `＜` folds to `<`).
     pub fn set_runs(&mut self, r: Runs) {
         (self.blob_run, self.space_run, self.hex_run) = (r.blob, r.space, r.hex);
         self.markup = r.markup;

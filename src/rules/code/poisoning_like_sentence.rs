@@ -216,9 +216,11 @@ fn word_token(w: &str, underscore: bool, h: u64) -> Option<(&str, u64)> {
 ///
 /// Only a chunk that holds a `:` or `@` or starts with `~` or `$` can be a
 /// URL, an address or a home path. The next `:` or `@` is known (`memchr`
-/// finds them, they are rare), so any other chunk is read once, its words
-/// found and hashed in the pass that finds its end; a chunk that may be one
-/// is scanned to its end first, since its words are tokens only if it is none.
+/// finds them, they are rare): a chunk that reaches it may be one, and is
+/// scanned to its end first, since its words are tokens only if it is none
+/// (while a `:` or `@` lies ahead, each chunk before it is measured against
+/// it once more); any other chunk's words are found and hashed in the pass
+/// that finds its end.
 fn tokens<'a>(s: &'a str, mut tok: impl FnMut(&'a str, u64)) {
     let b = s.as_bytes();
     let n = b.len();
