@@ -214,6 +214,31 @@ impl RunCounter {
 }
 
 impl Normalized {
+    /// Records the invisible character `c` (see [`is_invisible`]) found at
+    /// bytes `start..end` of the source, with its kind; a tag character that
+    /// spells printable ASCII adds that letter to `tag_text`.
+    fn push_invisible(&mut self, c: char, start: usize, end: usize) {
+        let kind = match c {
+            '\u{e0000}'..='\u{e007f}' => HiddenKind::Tag,
+            '\u{200e}'
+            | '\u{200f}'
+            | '\u{202a}'..='\u{202e}'
+            | '\u{2066}'..='\u{2069}'
+            | '\u{061c}' => HiddenKind::Bidi,
+            '\u{fe00}'..='\u{fe0f}' | '\u{e0100}'..='\u{e01ef}' | '\u{180b}'..='\u{180f}' => {
+                HiddenKind::Variation
+            }
+            _ => HiddenKind::ZeroWidth,
+        };
+        if kind == HiddenKind::Tag {
+            let v = c as u32 - 0xe0000;
+            if (0x20..0x7f).contains(&v) {
+                self.tag_text.push(char::from(v as u8));
+            }
+        }
+        self.hidden.push(Hidden { kind, start, end });
+    }
+
     /// Sets the runs counted after [`normalize_text_into`] (and
     /// [`Normalized::markup`], which for plain ASCII text the same count
     /// tells: lower-casing moves neither `<` nor `]`). Other text's
@@ -390,29 +415,7 @@ fn normalize_other(s: &str, r: Runs, n: &mut Normalized) {
             continue;
         }
         if is_invisible(c) {
-            let kind = match c {
-                '\u{e0000}'..='\u{e007f}' => HiddenKind::Tag,
-                '\u{200e}'
-                | '\u{200f}'
-                | '\u{202a}'..='\u{202e}'
-                | '\u{2066}'..='\u{2069}'
-                | '\u{061c}' => HiddenKind::Bidi,
-                '\u{fe00}'..='\u{fe0f}' | '\u{e0100}'..='\u{e01ef}' | '\u{180b}'..='\u{180f}' => {
-                    HiddenKind::Variation
-                }
-                _ => HiddenKind::ZeroWidth,
-            };
-            if kind == HiddenKind::Tag {
-                let v = c as u32 - 0xe0000;
-                if (0x20..0x7f).contains(&v) {
-                    n.tag_text.push(char::from(v as u8));
-                }
-            }
-            n.hidden.push(Hidden {
-                kind,
-                start: i,
-                end,
-            });
+            n.push_invisible(c, i, end);
             i = end;
             continue;
         }
@@ -686,29 +689,7 @@ mod tests {
                 continue;
             }
             if is_invisible(c) {
-                let kind = match c {
-                    '\u{e0000}'..='\u{e007f}' => HiddenKind::Tag,
-                    '\u{200e}'
-                    | '\u{200f}'
-                    | '\u{202a}'..='\u{202e}'
-                    | '\u{2066}'..='\u{2069}'
-                    | '\u{061c}' => HiddenKind::Bidi,
-                    '\u{fe00}'..='\u{fe0f}'
-                    | '\u{e0100}'..='\u{e01ef}'
-                    | '\u{180b}'..='\u{180f}' => HiddenKind::Variation,
-                    _ => HiddenKind::ZeroWidth,
-                };
-                if kind == HiddenKind::Tag {
-                    let v = c as u32 - 0xe0000;
-                    if (0x20..0x7f).contains(&v) {
-                        n.tag_text.push(char::from(v as u8));
-                    }
-                }
-                n.hidden.push(Hidden {
-                    kind,
-                    start: i,
-                    end,
-                });
+                n.push_invisible(c, i, end);
                 continue;
             }
             let (i32_, e32) = (i as u32, end as u32);
