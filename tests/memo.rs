@@ -143,8 +143,8 @@ impl mcplint::rules::Rule for Unplaceable {
     fn levels(&self) -> mcplint::rules::engine::Levels {
         mcplint::rules::engine::Levels::TEXT
     }
-    fn text_context(&self, _path: &str) -> Option<u32> {
-        Some(0)
+    fn text_context(&self) -> mcplint::rules::engine::TextContext {
+        mcplint::rules::engine::TextContext::TextOnly
     }
     fn check_text(
         &self,

@@ -495,6 +495,22 @@ impl Levels {
     };
 }
 
+/// What a text rule's findings depend on besides a field's text and whether
+/// it is a key, for [`crate::rules::memo`]: a text's findings are reused for
+/// an equal text only where every text rule would say the same. Read once,
+/// when the engine is built.
+#[derive(Clone, Copy, Debug)]
+pub enum TextContext {
+    /// Anything (the node, the server, the tool): fields are checked afresh
+    /// each time.
+    Any,
+    /// Nothing more: the text decides.
+    TextOnly,
+    /// The field's path, as this function's number tells it (paths with the
+    /// same number are treated alike).
+    Path(fn(&str) -> u32),
+}
+
 /// A rule. Every method has an empty default; implement the levels you need.
 pub trait Rule: Send + Sync {
     /// The rule's metadata.
@@ -515,7 +531,7 @@ pub trait Rule: Send + Sync {
     /// a node, whose pointer says where it is.
     fn check_schema(&self, _scope: &Scope<'_>, _tool: &Tool, _schema: &Schema, _out: &mut Sink) {}
     /// Once per model-visible text field, with its normalised text. A rule
-    /// whose [`Rule::text_context`] is not None promises that what it reports
+    /// whose [`Rule::text_context`] is not `Any` promises that what it reports
     /// here follows from the field's text, whether it is a key, and that
     /// context: the engine then reuses the findings of a text for an equal
     /// one elsewhere (see [`crate::rules::memo`]).
@@ -527,22 +543,11 @@ pub trait Rule: Send + Sync {
         _out: &mut Sink,
     ) {
     }
-    /// What [`Rule::check_text`] reads of a field at `path` besides its text
-    /// and whether it is a key, as a number: a text's findings are reused for
-    /// an equal text only where every text rule gives the same number. `Some(0)`
-    /// says nothing more is read; a rule whose findings depend on the path
-    /// returns a value that tells apart the paths it treats differently.
-    /// None, the default, says the findings may depend on anything (the
-    /// node, the server, the tool): fields are then checked afresh each time.
-    fn text_context(&self, _path: &str) -> Option<u32> {
-        None
-    }
-    /// Whether [`Rule::text_context`] reads its `path`. A rule whose answer
-    /// is the same for every path (most read the text only) says false: the
-    /// engine then asks it once, when it is built, instead of once a field
-    /// (seven calls a field cost about 2% of a check). True by default.
-    fn text_context_reads_path(&self) -> bool {
-        true
+    /// What [`Rule::check_text`] reads of a field besides its text and
+    /// whether it is a key (see [`TextContext`]). `Any`, the default, turns
+    /// the memo off.
+    fn text_context(&self) -> TextContext {
+        TextContext::Any
     }
     /// Once per group of servers that belong to one agent (two or more).
     fn check_agent(&self, _servers: &[Scope<'_>], _out: &mut Sink) {}
@@ -942,12 +947,12 @@ pub struct Engine {
     rules: Vec<Box<dyn Rule>>,
     /// The rules that implement [`Rule::check_text`], by index.
     text_rules: Vec<usize>,
-    /// Those of them whose [`Rule::text_context`] reads the path: the others
-    /// give the same answer for every field, which keys nothing apart.
-    path_context_rules: Vec<usize>,
-    /// True if none of the others answered None (which turns the memo off
-    /// for every field).
-    fixed_contexts_known: bool,
+    /// The path contexts of those whose [`Rule::text_context`] reads the
+    /// path (the others key nothing apart).
+    path_contexts: Vec<fn(&str) -> u32>,
+    /// False if one of them is [`TextContext::Any`], which turns the memo
+    /// off for every field.
+    contexts_known: bool,
     patterns: PatternSet,
     settings: HashMap<String, RuleSettings>,
     index: HashMap<String, usize>,
@@ -971,14 +976,19 @@ impl Engine {
             }
         }
         let text_rules: Vec<usize> = (0..code.len()).filter(|&i| code[i].levels().text).collect();
-        let (path_context_rules, fixed): (Vec<usize>, Vec<usize>) = text_rules
-            .iter()
-            .partition(|&&i| code[i].text_context_reads_path());
-        let fixed_contexts_known = fixed.iter().all(|&i| code[i].text_context("").is_some());
+        let mut path_contexts = Vec::new();
+        let mut contexts_known = true;
+        for &i in &text_rules {
+            match code[i].text_context() {
+                TextContext::Any => contexts_known = false,
+                TextContext::TextOnly => {}
+                TextContext::Path(f) => path_contexts.push(f),
+            }
+        }
         Ok(Engine {
             text_rules,
-            path_context_rules,
-            fixed_contexts_known,
+            path_contexts,
+            contexts_known,
             rules: code,
             patterns,
             settings: HashMap::new(),
@@ -1164,17 +1174,12 @@ impl Engine {
         sink: &mut Sink,
         memo: &mut TextMemo,
     ) {
-        if !self.memo || !self.fixed_contexts_known {
+        if !self.memo || !self.contexts_known {
             return self.check_field_afresh(scope, field, tool, norm, sink);
         }
         let ctx = memo.context();
         ctx.push(u32::from(field.is_key));
-        for &i in &self.path_context_rules {
-            match self.rules[i].text_context(field.path) {
-                Some(c) => ctx.push(c),
-                None => return self.check_field_afresh(scope, field, tool, norm, sink),
-            }
-        }
+        ctx.extend(self.path_contexts.iter().map(|f| f(field.path)));
         self.patterns.context(field.path, tool, ctx);
         let slot = match memo.get(&field.text) {
             Ok(found) => return sink.replay(scope, field.node, found),

@@ -11,8 +11,8 @@
 //! path and tool, and nothing else. So the engine keys their findings on
 //! exactly that, and for an equal key places the same findings (rule,
 //! message, notes, and the range within the decoded text) on the new field's
-//! bytes. A rule that does not declare what it reads (`text_context` gives
-//! `None`) turns the memo off for the fields it is asked about.
+//! bytes. A rule that does not declare what it reads (`text_context` is
+//! `TextContext::Any`, the default) turns the memo off.
 //!
 //! The memo lives for one [`crate::rules::engine::Engine::check`] and holds
 //! about [`MAX_BYTES`] at most (texts, findings, and an allowance for each

@@ -2,7 +2,7 @@
 //! model-visible text.
 
 use super::code_rule;
-use crate::rules::engine::{Field, Rule, RuleMeta, Scope, Sink};
+use crate::rules::engine::{Field, Rule, RuleMeta, Scope, Sink, TextContext};
 use crate::rules::normalize::{HiddenKind, Normalized};
 
 code_rule!(AnsiEscape, "ansi-escape", "model-visible text contains ANSI escapes or control characters", Medium, High,
@@ -22,13 +22,8 @@ impl Rule for AnsiEscape {
         crate::rules::engine::Levels::TEXT
     }
 
-    /// Reads the text only.
-    fn text_context(&self, _path: &str) -> Option<u32> {
-        Some(0)
-    }
-
-    fn text_context_reads_path(&self) -> bool {
-        false
+    fn text_context(&self) -> TextContext {
+        TextContext::TextOnly
     }
 
     fn check_text(&self, scope: &Scope<'_>, field: &Field<'_>, norm: &Normalized, out: &mut Sink) {

@@ -2,7 +2,7 @@
 
 use super::code_rule;
 use crate::rules::decoded::{base64_runs, decode_base64, decode_hex, hex_runs};
-use crate::rules::engine::{Field, Rule, RuleMeta, Scope, Sink};
+use crate::rules::engine::{Field, Rule, RuleMeta, Scope, Sink, TextContext};
 use crate::rules::normalize::Normalized;
 
 code_rule!(EncodedTextBlob, "encoded-text-blob", "base64 or hex blob that decodes to readable text", Medium, Medium,
@@ -38,13 +38,8 @@ impl Rule for EncodedTextBlob {
         crate::rules::engine::Levels::TEXT
     }
 
-    /// Reads the text only.
-    fn text_context(&self, _path: &str) -> Option<u32> {
-        Some(0)
-    }
-
-    fn text_context_reads_path(&self) -> bool {
-        false
+    fn text_context(&self) -> TextContext {
+        TextContext::TextOnly
     }
 
     fn check_text(&self, scope: &Scope<'_>, field: &Field<'_>, norm: &Normalized, out: &mut Sink) {

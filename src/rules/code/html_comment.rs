@@ -5,7 +5,7 @@ use std::sync::LazyLock;
 use regex::Regex;
 
 use super::code_rule;
-use crate::rules::engine::{Field, Rule, RuleMeta, Scope, Sink};
+use crate::rules::engine::{Field, Rule, RuleMeta, Scope, Sink, TextContext};
 use crate::rules::normalize::Normalized;
 
 code_rule!(HtmlComment, "html-comment", "model-visible text contains an HTML comment (or Markdown's `[//]: #` comment)", Medium, Medium,
@@ -53,13 +53,8 @@ impl Rule for HtmlComment {
         crate::rules::engine::Levels::TEXT
     }
 
-    /// Reads the text only.
-    fn text_context(&self, _path: &str) -> Option<u32> {
-        Some(0)
-    }
-
-    fn text_context_reads_path(&self) -> bool {
-        false
+    fn text_context(&self) -> TextContext {
+        TextContext::TextOnly
     }
 
     fn check_text(&self, scope: &Scope<'_>, field: &Field<'_>, norm: &Normalized, out: &mut Sink) {

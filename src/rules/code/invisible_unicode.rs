@@ -3,7 +3,7 @@
 
 use super::code_rule;
 use crate::finding::Severity;
-use crate::rules::engine::{Field, Rule, RuleMeta, Scope, Sink};
+use crate::rules::engine::{Field, Rule, RuleMeta, Scope, Sink, TextContext};
 use crate::rules::normalize::{HiddenKind, Normalized};
 
 code_rule!(InvisibleUnicode, "invisible-unicode", "model-visible text contains invisible Unicode characters", Medium, High,
@@ -28,13 +28,8 @@ impl Rule for InvisibleUnicode {
         crate::rules::engine::Levels::TEXT
     }
 
-    /// Reads the text only.
-    fn text_context(&self, _path: &str) -> Option<u32> {
-        Some(0)
-    }
-
-    fn text_context_reads_path(&self) -> bool {
-        false
+    fn text_context(&self) -> TextContext {
+        TextContext::TextOnly
     }
 
     fn check_text(&self, scope: &Scope<'_>, field: &Field<'_>, norm: &Normalized, out: &mut Sink) {

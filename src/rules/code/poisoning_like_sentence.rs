@@ -19,7 +19,7 @@ use std::sync::LazyLock;
 use unicode_normalization::char::is_combining_mark;
 
 use super::code_rule;
-use crate::rules::engine::{Field, Rule, RuleMeta, Scope, Sink};
+use crate::rules::engine::{Field, Rule, RuleMeta, Scope, Sink, TextContext};
 use crate::rules::normalize::Normalized;
 
 code_rule!(PoisoningLikeSentence, "poisoning-like-sentence", "a sentence that a learned model scores as written like a poisoning payload", Medium, Low,
@@ -657,13 +657,8 @@ impl Rule for PoisoningLikeSentence {
         crate::rules::engine::Levels::TEXT
     }
 
-    /// Reads the text only.
-    fn text_context(&self, _path: &str) -> Option<u32> {
-        Some(0)
-    }
-
-    fn text_context_reads_path(&self) -> bool {
-        false
+    fn text_context(&self) -> TextContext {
+        TextContext::TextOnly
     }
 
     fn check_text(&self, scope: &Scope<'_>, field: &Field<'_>, norm: &Normalized, out: &mut Sink) {

@@ -2,7 +2,7 @@
 //! (an `enum` member, a `default`, a `const`, a `title`).
 
 use super::code_rule;
-use crate::rules::engine::{Field, Rule, RuleMeta, Scope, Sink};
+use crate::rules::engine::{Field, Rule, RuleMeta, Scope, Sink, TextContext};
 use crate::rules::normalize::Normalized;
 
 code_rule!(SentenceInValue, "sentence-in-value", "a sentence where the schema expects a value or a short label (enum, default, const, title)", Medium, Medium,
@@ -40,8 +40,8 @@ impl Rule for SentenceInValue {
     }
 
     /// The value slot's word limit (0 for fields that are no value slot).
-    fn text_context(&self, path: &str) -> Option<u32> {
-        Some(limit(path).map_or(0, |m| m as u32))
+    fn text_context(&self) -> TextContext {
+        TextContext::Path(|path| limit(path).map_or(0, |m| m as u32))
     }
 
     fn check_text(&self, scope: &Scope<'_>, field: &Field<'_>, norm: &Normalized, out: &mut Sink) {

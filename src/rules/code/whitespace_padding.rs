@@ -3,7 +3,7 @@
 
 use super::code_rule;
 use crate::display::is_invisible;
-use crate::rules::engine::{Field, Rule, RuleMeta, Scope, Sink};
+use crate::rules::engine::{Field, Rule, RuleMeta, Scope, Sink, TextContext};
 use crate::rules::normalize::Normalized;
 
 code_rule!(WhitespacePadding, "whitespace-padding", "long run of whitespace or blank lines in model-visible text", Medium, Medium,
@@ -77,13 +77,8 @@ impl Rule for WhitespacePadding {
         crate::rules::engine::Levels::TEXT
     }
 
-    /// Reads the text only.
-    fn text_context(&self, _path: &str) -> Option<u32> {
-        Some(0)
-    }
-
-    fn text_context_reads_path(&self) -> bool {
-        false
+    fn text_context(&self) -> TextContext {
+        TextContext::TextOnly
     }
 
     fn check_text(&self, scope: &Scope<'_>, field: &Field<'_>, norm: &Normalized, out: &mut Sink) {
