@@ -592,8 +592,8 @@ impl Parent {
             b"$schema" | b"$ref" | b"$id" | b"$anchor" | b"format" | b"contentMediaType"
             | b"contentEncoding" => Parent::Machine,
             b"type" => Parent::Type,
-            b"properties" | b"patternProperties" | b"$defs" | b"definitions"
-            | b"dependentSchemas" => Parent::Named,
+            // The schema walk's list of them, so the two walks agree.
+            b if Keyword::of_bytes(b).names_schemas() => Parent::Named,
             _ => Parent::Other,
         }
     }
@@ -837,6 +837,16 @@ impl Keyword {
     #[inline(never)]
     fn of_escaped(doc: &Document, key: NodeId) -> Keyword {
         Keyword::of_bytes(&doc.str_bytes(key))
+    }
+
+    /// True for a key whose value is an object of named schemas
+    /// (`properties`, `patternProperties`, `$defs`, ...).
+    #[inline(always)]
+    fn names_schemas(self) -> bool {
+        matches!(
+            self,
+            Keyword::Properties | Keyword::PatternProperties | Keyword::Named
+        )
     }
 
     /// What a key with decoded bytes `key` is.
