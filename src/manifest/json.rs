@@ -497,6 +497,7 @@ impl Document {
     }
 
     /// True if a string node contains a backslash escape.
+    #[inline]
     pub fn is_escaped(&self, id: NodeId) -> bool {
         self.node(id).flags() & F_ESCAPED != 0
     }
@@ -519,6 +520,7 @@ impl Document {
     }
 
     /// The raw text between a string node's quotes.
+    #[inline]
     pub fn str_raw(&self, id: NodeId) -> Option<&str> {
         let n = self.node(id);
         (n.kind() == Kind::String).then(|| &self.text[n.start as usize + 1..n.end as usize - 1])
@@ -531,15 +533,11 @@ impl Document {
     /// record and a borrow (the call cost as much again).
     #[inline]
     pub fn str(&self, id: NodeId) -> Option<Cow<'_, str>> {
-        let n = self.node(id);
-        if n.kind() != Kind::String {
-            return None;
-        }
-        let raw = &self.text[n.start as usize + 1..n.end as usize - 1];
-        Some(if n.flags() & F_ESCAPED == 0 {
-            Cow::Borrowed(raw)
-        } else {
+        let raw = self.str_raw(id)?;
+        Some(if self.is_escaped(id) {
             Cow::Owned(decode(raw))
+        } else {
+            Cow::Borrowed(raw)
         })
     }
 
