@@ -112,9 +112,13 @@ const fn fnv_step(h: u64, b: u8) -> u64 {
     (h ^ b as u64).wrapping_mul(FNV_PRIME)
 }
 
-/// The hashes of the tokens that stand for a kind of word.
+/// The hashes of the tokens that stand for a kind of word or chunk.
 const IDENT_HASH: u64 = token_hash("<ident>");
 const NUM_HASH: u64 = token_hash("<num>");
+const CODE_HASH: u64 = token_hash("<code>");
+const URL_HASH: u64 = token_hash("<url>");
+const EMAIL_HASH: u64 = token_hash("<email>");
+const HOMEPATH_HASH: u64 = token_hash("<homepath>");
 
 /// The bucket of a unigram.
 fn uni_bucket(h: u64) -> usize {
@@ -247,7 +251,7 @@ fn tokens<'a>(s: &'a str, mut tok: impl FnMut(&'a str, u64)) {
             }
             match close {
                 Some(j) => {
-                    tok("<code>", token_hash("<code>"));
+                    tok("<code>", CODE_HASH);
                     i = j + 1;
                 }
                 None => i += 1,
@@ -275,8 +279,8 @@ fn tokens<'a>(s: &'a str, mut tok: impl FnMut(&'a str, u64)) {
             || (colon_or_at < n && chunk_end(s, i, colon_or_at) == colon_or_at);
         if special {
             let end = chunk_end(s, i, n);
-            if let Some(t) = special_token(&s[i..end]) {
-                tok(t, token_hash(t));
+            if let Some((t, h)) = special_token(&s[i..end]) {
+                tok(t, h);
                 i = end;
                 continue;
             }
@@ -307,18 +311,19 @@ fn chunk_end(s: &str, mut i: usize, limit: usize) -> usize {
     limit
 }
 
-/// The token of a chunk that is a URL, an address or a home path.
-fn special_token(chunk: &str) -> Option<&'static str> {
+/// The token of a chunk that is a URL, an address or a home path, with its
+/// hash.
+fn special_token(chunk: &str) -> Option<(&'static str, u64)> {
     // The checks read the chunk without trailing punctuation (the words are
     // the same either way: it is no word byte).
     let trimmed = chunk.trim_end_matches(['.', ':', '!', '?']);
     let cb = trimmed.as_bytes();
     if cb.windows(3).any(|w| w == b"://") {
-        Some("<url>")
+        Some(("<url>", URL_HASH))
     } else if memchr::memchr(b'@', cb).is_some_and(|at| cb[at + 1..].contains(&b'.')) {
-        Some("<email>")
+        Some(("<email>", EMAIL_HASH))
     } else if trimmed.starts_with("~/") || trimmed.starts_with("$home/") {
-        Some("<homepath>")
+        Some(("<homepath>", HOMEPATH_HASH))
     } else {
         None
     }
@@ -404,17 +409,21 @@ fn is_cjk(c: char) -> bool {
 /// and the runs between them are words as usual.
 fn cjk_tokens<'a>(w: &'a str, tok: &mut impl FnMut(&'a str, u64)) {
     let mut chars = w.char_indices().peekable();
-    // The offsets of the current run's characters (reused).
-    let mut offsets = Vec::new();
     while let Some(&(start, c)) = chars.peek() {
         let run = is_cjk(c);
-        offsets.clear();
-        while let Some(&(k, c)) = chars.peek() {
-            if is_cjk(c) != run {
-                break;
+        // In a CJK run, each character after the first closes a pair that
+        // starts at the one before it.
+        let mut before = None;
+        let mut pairs = false;
+        while let Some((k, c)) = chars.next_if(|&(_, c)| is_cjk(c) == run) {
+            if run {
+                if let Some(b) = before {
+                    let pair = &w[b..k + c.len_utf8()];
+                    tok(pair, token_hash(pair));
+                    pairs = true;
+                }
+                before = Some(k);
             }
-            offsets.push(k);
-            chars.next();
         }
         let end = chars.peek().map_or(w.len(), |&(k, _)| k);
         let part = &w[start..end];
@@ -422,14 +431,8 @@ fn cjk_tokens<'a>(w: &'a str, tok: &mut impl FnMut(&'a str, u64)) {
             if let Some((t, h)) = word_token(part, part.contains('_'), token_hash(part)) {
                 tok(t, h);
             }
-        } else if offsets.len() == 1 {
+        } else if !pairs {
             tok(part, token_hash(part));
-        } else {
-            offsets.push(end);
-            for pair in offsets.windows(3) {
-                let pair = &w[pair[0]..pair[2]];
-                tok(pair, token_hash(pair));
-            }
         }
     }
 }
