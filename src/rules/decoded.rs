@@ -53,7 +53,7 @@ fn b64_any(b: u8) -> bool {
 
 /// Where the first run of at least `min` bytes of either base64 alphabet
 /// in `bytes[from..]` begins (a run that began before `from` counts from
-/// there).
+/// there); `min` is at least 1.
 ///
 /// Such a run holds the last byte of any `min` bytes it begins within: so
 /// one byte looked at, if in neither alphabet, rules out `min` starts at
@@ -64,7 +64,7 @@ fn next_long_run(bytes: &[u8], from: usize, min: usize) -> Option<usize> {
     // or follows a byte in neither alphabet.
     let mut start = from;
     loop {
-        let probe = start.checked_add(min.max(1) - 1)?;
+        let probe = start.checked_add(min - 1)?;
         if !b64_any(*bytes.get(probe)?) {
             start = probe + 1;
             continue;
