@@ -726,27 +726,20 @@ mod tests {
     #[test]
     fn normalize_equals_by_char() {
         use proptest::prelude::*;
+        // What a normalisation holds besides its runs and `markup`.
+        fn parts(n: &Normalized) -> impl PartialEq + std::fmt::Debug + '_ {
+            (
+                &n.text,
+                &n.map,
+                &n.hidden,
+                &n.tag_text,
+                n.mixed_script,
+                n.plain,
+            )
+        }
         let check = |t: &str| {
             let (a, b) = (normalize(t), normalize_by_char(t));
-            assert_eq!(
-                (
-                    &a.text,
-                    &a.map,
-                    &a.hidden,
-                    &a.tag_text,
-                    a.mixed_script,
-                    a.plain
-                ),
-                (
-                    &b.text,
-                    &b.map,
-                    &b.hidden,
-                    &b.tag_text,
-                    b.mixed_script,
-                    b.plain
-                ),
-                "{t:?}"
-            );
+            assert_eq!(parts(&a), parts(&b), "{t:?}");
             assert_eq!(
                 (a.blob_run, a.space_run, a.hex_run),
                 (b.blob_run, b.space_run, b.hex_run)
@@ -755,25 +748,7 @@ mod tests {
             // Reused buffers give the same, whatever they held before.
             let mut m = normalize("\u{200b}Ab\u{1b}[2K о\u{301}");
             assert!(!normalize_text_into(t, &mut m) || m.text == a.text);
-            assert_eq!(
-                (
-                    &m.text,
-                    &m.map,
-                    &m.hidden,
-                    &m.tag_text,
-                    m.mixed_script,
-                    m.plain
-                ),
-                (
-                    &a.text,
-                    &a.map,
-                    &a.hidden,
-                    &a.tag_text,
-                    a.mixed_script,
-                    a.plain
-                ),
-                "{t:?}"
-            );
+            assert_eq!(parts(&m), parts(&a), "{t:?}");
         };
         for t in [
             "",
