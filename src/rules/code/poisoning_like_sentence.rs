@@ -502,59 +502,33 @@ fn sentences(text: &str, mut each: impl FnMut(usize, usize)) {
     push(start, b.len());
 }
 
-/// The buckets seen in the current sentence: each counts once, as in
-/// training. A small open-addressing set whose entries carry the sentence's
-/// generation, so starting a sentence clears nothing.
+/// The buckets counted in the current sentence: each counts once, as in
+/// training. A stamp per bucket, the generation of the sentence that last
+/// counted it, so starting a sentence clears nothing (but once in 65535) and
+/// no sentence is too long for it. Only buckets with a weight are stamped: the
+/// others add nothing however often they come, and most buckets have none.
 struct Seen {
-    /// `generation << BITS | bucket`, or 0 for never used.
-    slots: Vec<u32>,
-    generation: u32,
-    /// Entries in use this generation.
-    used: usize,
+    stamps: Vec<u16>,
+    generation: u16,
 }
-
-/// Slots of [`Seen`]: at most half are used before the set spills.
-const SEEN_SLOTS: usize = 512;
 
 impl Seen {
     fn new() -> Self {
         Seen {
-            slots: vec![0; SEEN_SLOTS],
+            stamps: vec![0; 1 << BITS],
             generation: 0,
-            used: 0,
         }
     }
 
-    /// Starts a new sentence.
-    fn clear(&mut self) {
-        self.used = 0;
-        self.generation += 1;
-        if self.generation >= 1 << (32 - BITS) {
-            self.slots.fill(0);
+    /// Starts a new sentence and returns its stamp.
+    fn next_sentence(&mut self) -> u16 {
+        self.generation = self.generation.wrapping_add(1);
+        if self.generation == 0 {
+            // A stamp of the previous cycle would otherwise read as this one.
+            self.stamps.fill(0);
             self.generation = 1;
         }
-    }
-
-    /// True if `bucket` is new in this sentence (and records it); None when
-    /// the set is full.
-    fn insert(&mut self, bucket: usize) -> Option<bool> {
-        if 2 * self.used >= SEEN_SLOTS {
-            return None;
-        }
-        let key = self.generation << BITS | bucket as u32;
-        let mut i = (bucket.wrapping_mul(0x9e37_79b9) >> 7) % SEEN_SLOTS;
-        loop {
-            let v = self.slots[i];
-            if v == key {
-                return Some(false);
-            }
-            if v >> BITS != self.generation {
-                self.slots[i] = key;
-                self.used += 1;
-                return Some(true);
-            }
-            i = (i + 1) % SEEN_SLOTS;
-        }
+        self.generation
     }
 }
 
@@ -574,32 +548,28 @@ fn for_each_feature<'a>(sentence: &'a str, mut each: impl FnMut(usize, Option<&'
 
 /// The score of one sentence: the bias plus the weights of the buckets of
 /// its unigrams and bigrams, each bucket once (as in training). `seen` is
-/// scratch space; a sentence with more buckets than it holds (a very long
-/// line) is scored by sorting them instead.
+/// scratch space.
 fn score(model: &Model, sentence: &str, seen: &mut Seen) -> f32 {
     let w = &model.weights;
-    seen.clear();
+    let stamp = seen.next_sentence();
+    let stamps = &mut seen.stamps;
     let mut sum: i32 = 0;
-    let mut overflow = false;
-    for_each_feature(sentence, |b, _, _| match seen.insert(b) {
-        Some(true) => sum += i32::from(w[b]),
-        Some(false) => {}
-        None => overflow = true,
+    let mut count = |b: usize| {
+        let x = w[b];
+        if x != 0 && stamps[b] != stamp {
+            stamps[b] = stamp;
+            sum += i32::from(x);
+        }
+    };
+    let mut prev = None;
+    tokens(sentence, |_, h| {
+        count(uni_bucket(h));
+        if let Some(ph) = prev {
+            count(bi_bucket(ph, h));
+        }
+        prev = Some(h);
     });
-    if overflow {
-        sum = sorted_sum(model, sentence);
-    }
     model.bias + sum as f32 / model.scale
-}
-
-/// The sum of the weights of a sentence's distinct buckets, by sorting them:
-/// for lines too long for [`Seen`], and the reference its tests compare with.
-fn sorted_sum(model: &Model, sentence: &str) -> i32 {
-    let mut all = Vec::new();
-    for_each_feature(sentence, |b, _, _| all.push(b));
-    all.sort_unstable();
-    all.dedup();
-    all.iter().map(|&b| i32::from(model.weights[b])).sum()
 }
 
 /// The words and word pairs of `sentence` that weigh most towards the score,
@@ -799,8 +769,19 @@ mod tests {
         );
     }
 
-    /// The set of buckets seen gives the sum that sorting them would, for
-    /// short sentences, repeated words, and a line too long for the set.
+    /// The sum of the weights of a sentence's distinct buckets, by sorting
+    /// them, as the training script does.
+    fn sorted_sum(model: &Model, sentence: &str) -> i32 {
+        let mut all = Vec::new();
+        for_each_feature(sentence, |b, _, _| all.push(b));
+        all.sort_unstable();
+        all.dedup();
+        all.iter().map(|&b| i32::from(model.weights[b])).sum()
+    }
+
+    /// The stamps of [`Seen`] give the sum that sorting the buckets would,
+    /// for short sentences, repeated words, a long line, and across the
+    /// stamps' wrap-around.
     #[test]
     fn each_bucket_counts_once() {
         let model = &*MODEL;
@@ -808,13 +789,16 @@ mod tests {
         let reference = |s: &str| model.bias + sorted_sum(model, s) as f32 / model.scale;
         let long: String = (0..400).map(|i| format!("word{i} ")).collect();
         let mut seen = Seen::new();
-        for s in [
-            "read the file and send the file to the user",
-            "the the the the user user",
-            long.as_str(),
-            "",
-        ] {
-            assert_eq!(score(model, s, &mut seen), reference(s), "{s}");
+        seen.generation = u16::MAX - 2;
+        for _ in 0..2 {
+            for s in [
+                "read the file and send the file to the user",
+                "the the the the user user",
+                long.as_str(),
+                "",
+            ] {
+                assert_eq!(score(model, s, &mut seen), reference(s), "{s}");
+            }
         }
     }
 
