@@ -444,17 +444,21 @@ const MIN_CHARS: usize = 8;
 /// line breaks, after `.`, `!` or `?` followed by whitespace, and after the
 /// full-width `。`, `！` and `？` (CJK text puts no space after them);
 /// trimmed, at least [`MIN_CHARS`] characters long.
-fn sentences(text: &str, mut each: impl FnMut(usize, usize)) {
+#[cfg(test)]
+fn sentences(text: &str, each: impl FnMut(usize, usize)) {
+    sentences_in(text, !text.is_ascii(), each);
+}
+
+/// [`sentences`], told whether `text` may hold the full-width stops: the
+/// caller knows when it is ASCII, which none of them is.
+fn sentences_in(text: &str, wide_stops: bool, mut each: impl FnMut(usize, usize)) {
     let b = text.as_bytes();
     let mut push = |s: usize, e: usize| {
-        let piece = &text[s..e];
-        let lead = piece.len() - piece.trim_start().len();
-        let trimmed = piece[lead..].trim_end();
+        let (s, e) = trimmed(text, s, e);
         // Bytes bound characters from above: only short pieces need counting.
-        if trimmed.len() >= MIN_CHARS
-            && (trimmed.len() >= 4 * MIN_CHARS || trimmed.chars().count() >= MIN_CHARS)
+        if e - s >= MIN_CHARS && (e - s >= 4 * MIN_CHARS || text[s..e].chars().count() >= MIN_CHARS)
         {
-            each(s + lead, s + lead + trimmed.len());
+            each(s, e);
         }
     };
     // The bytes that can end a sentence are rare: `memchr` skips to them (a
@@ -464,7 +468,7 @@ fn sentences(text: &str, mut each: impl FnMut(usize, usize)) {
     // without CJK characters hardly has.
     let mut stops = memchr::memchr3_iter(b'.', b'!', b'?', b).peekable();
     let mut breaks = memchr::memchr_iter(b'\n', b).peekable();
-    let mut wide = memchr::memchr2_iter(0xE3, 0xEF, b)
+    let mut wide = memchr::memchr2_iter(0xE3, 0xEF, if wide_stops { b } else { &[] })
         .filter(|&i| {
             matches!(
                 b.get(i..i + 3),
@@ -500,6 +504,27 @@ fn sentences(text: &str, mut each: impl FnMut(usize, usize)) {
         }
     }
     push(start, b.len());
+}
+
+/// The byte range `s..e` of `text` (char boundaries) without the whitespace
+/// at either end, as `str::trim` gives it. Byte by byte while the ends are
+/// ASCII, which they nearly always are; `str::trim` for a non-ASCII end.
+fn trimmed(text: &str, mut s: usize, mut e: usize) -> (usize, usize) {
+    let b = text.as_bytes();
+    while s < e && CLASS[usize::from(b[s])] & WS != 0 {
+        s += 1;
+    }
+    while e > s && CLASS[usize::from(b[e - 1])] & WS != 0 {
+        e -= 1;
+    }
+    if s < e && (b[s] >= 0x80 || b[e - 1] >= 0x80) {
+        let piece = &text[s..e];
+        let lead = piece.len() - piece.trim_start().len();
+        let t = piece[lead..].trim_end();
+        (s + lead, s + lead + t.len())
+    } else {
+        (s, e)
+    }
 }
 
 /// The buckets counted in the current sentence: each counts once, as in
@@ -644,8 +669,10 @@ impl Rule for PoisoningLikeSentence {
         }
         let text = lowered(&field.text, norm);
         let mut best: Option<(f32, usize, usize)> = None;
+        // The normalised text is ASCII when it is borrowed.
+        let wide_stops = matches!(text, Cow::Owned(_)) && !text.is_ascii();
         SEEN.with_borrow_mut(|seen| {
-            sentences(&text, |s, e| {
+            sentences_in(&text, wide_stops, |s, e| {
                 let sc = score(model, &text[s..e], seen);
                 if best.is_none_or(|b| sc > b.0) {
                     best = Some((sc, s, e));
