@@ -624,7 +624,35 @@ fn lowered<'a>(field: &str, norm: &'a Normalized) -> Cow<'a, str> {
     }
     // `str::to_lowercase` is Python's `str.lower` (a final capital sigma
     // becomes `ς`, which per-character lowering misses).
-    Cow::Owned(field.to_lowercase())
+    if memchr::memmem::find(field.as_bytes(), "Σ".as_bytes()).is_some() {
+        return Cow::Owned(field.to_lowercase());
+    }
+    Cow::Owned(lowered_per_char(field))
+}
+
+/// `field.to_lowercase()` for text without a capital sigma, whose lowering
+/// is then per character: runs of ASCII are lowered a byte at a time (the
+/// standard library decodes every character after the first non-ASCII one).
+fn lowered_per_char(field: &str) -> String {
+    let b = field.as_bytes();
+    let mut out = String::with_capacity(field.len());
+    let mut i = 0;
+    while i < b.len() {
+        let run = b[i..]
+            .iter()
+            .position(|&x| x >= 0x80)
+            .map_or(b.len(), |k| i + k);
+        let from = out.len();
+        out.push_str(&field[i..run]);
+        out[from..].make_ascii_lowercase();
+        if run == b.len() {
+            break;
+        }
+        let c = char_at(field, run);
+        out.extend(c.to_lowercase());
+        i = run + c.len_utf8();
+    }
+    out
 }
 
 /// The byte of `field` that byte `k` of its lower-cased form `lower` comes
@@ -1020,6 +1048,19 @@ mod tests {
                 got.push(t.to_string());
             });
             assert_eq!(got, tokens_as_specified(text), "{text}");
+        }
+    }
+
+    /// The per-character lowering is `str::to_lowercase` on any text without
+    /// a capital sigma.
+    #[test]
+    fn lowers_as_the_standard_library() {
+        use proptest::prelude::*;
+        proptest!(ProptestConfig::with_cases(1000), |(text in "[a-zA-Z .\n\u{7f}\u{c0}\u{c9}\u{130}\u{3c3}\u{3b1}\u{391}\u{1e9e}\u{2126}\u{4e2d}\u{ff21}\u{10400}]{0,60}")| {
+            prop_assert_eq!(lowered_per_char(&text), text.to_lowercase());
+        });
+        for text in ["", "ABC", "ÀB İx", "Straße ẞ", "Ω Ａ 𐐀 end"] {
+            assert_eq!(lowered_per_char(text), text.to_lowercase());
         }
     }
 
