@@ -225,12 +225,21 @@ fn word_token(w: &str, underscore: bool, h: u64) -> Option<(&str, u64)> {
 /// (while a `:` or `@` lies ahead, each chunk before it is measured against
 /// it once more); any other chunk's words are found and hashed in the pass
 /// that finds its end.
-fn tokens<'a>(s: &'a str, mut tok: impl FnMut(&'a str, u64)) {
+fn tokens<'a>(s: &'a str, tok: impl FnMut(&'a str, u64)) {
+    tokens_from(s, colon_or_at(s.as_bytes(), 0), tok);
+}
+
+/// The first `:` or `@` of `b` at or after byte `from`, or the end of `b`.
+fn colon_or_at(b: &[u8], from: usize) -> usize {
+    memchr::memchr2(b':', b'@', &b[from..]).map_or(b.len(), |k| from + k)
+}
+
+/// [`tokens`], told where the first `:` or `@` of `s` is (its end if none):
+/// the caller finds them once for all the sentences of a text.
+fn tokens_from<'a>(s: &'a str, first_colon_or_at: usize, mut tok: impl FnMut(&'a str, u64)) {
     let b = s.as_bytes();
     let n = b.len();
-    let next_colon_or_at =
-        |from: usize| memchr::memchr2(b':', b'@', &b[from..]).map_or(n, |k| from + k);
-    let mut colon_or_at = next_colon_or_at(0);
+    let mut colon_or_at = first_colon_or_at;
     let mut i = 0;
     while i < n {
         let c = b[i];
@@ -273,7 +282,7 @@ fn tokens<'a>(s: &'a str, mut tok: impl FnMut(&'a str, u64)) {
         // A chunk starts here: it may be special if it starts with `~` or
         // `$` or reaches the next `:` or `@`.
         if colon_or_at < i {
-            colon_or_at = next_colon_or_at(i);
+            colon_or_at = self::colon_or_at(b, i);
         }
         let special = matches!(c, b'~' | b'$')
             || (colon_or_at < n && chunk_end(s, i, colon_or_at) == colon_or_at);
@@ -572,9 +581,10 @@ fn for_each_feature<'a>(sentence: &'a str, mut each: impl FnMut(usize, Option<&'
 }
 
 /// The score of one sentence: the bias plus the weights of the buckets of
-/// its unigrams and bigrams, each bucket once (as in training). `seen` is
-/// scratch space.
-fn score(model: &Model, sentence: &str, seen: &mut Seen) -> f32 {
+/// its unigrams and bigrams, each bucket once (as in training).
+/// `first_colon_or_at` is where the sentence's first `:` or `@` is (see
+/// [`tokens_from`]); `seen` is scratch space.
+fn score(model: &Model, sentence: &str, first_colon_or_at: usize, seen: &mut Seen) -> f32 {
     let w = &model.weights;
     let stamp = seen.next_sentence();
     let stamps = &mut seen.stamps;
@@ -587,7 +597,7 @@ fn score(model: &Model, sentence: &str, seen: &mut Seen) -> f32 {
         }
     };
     let mut prev = None;
-    tokens(sentence, |_, h| {
+    tokens_from(sentence, first_colon_or_at, |_, h| {
         count(uni_bucket(h));
         if let Some(ph) = prev {
             count(bi_bucket(ph, h));
@@ -699,9 +709,17 @@ impl Rule for PoisoningLikeSentence {
         let mut best: Option<(f32, usize, usize)> = None;
         // The normalised text is ASCII when it is borrowed.
         let wide_stops = matches!(text, Cow::Owned(_)) && !text.is_ascii();
+        // The next `:` or `@` from the start of the sentence on: most texts
+        // have few, so one search passes many sentences.
+        let mut next_colon_or_at = None;
         SEEN.with_borrow_mut(|seen| {
             sentences_in(&text, wide_stops, |s, e| {
-                let sc = score(model, &text[s..e], seen);
+                let k = match next_colon_or_at {
+                    Some(k) if k >= s => k,
+                    _ => colon_or_at(text.as_bytes(), s),
+                };
+                next_colon_or_at = Some(k);
+                let sc = score(model, &text[s..e], k.min(e) - s, seen);
                 if best.is_none_or(|b| sc > b.0) {
                     best = Some((sc, s, e));
                 }
@@ -773,7 +791,12 @@ mod tests {
             assert_eq!(toks, want, "{text}");
             let mut scores = Vec::new();
             sentences(&text, |s, e| {
-                scores.push(score(model, &text[s..e], &mut seen))
+                scores.push(score(
+                    model,
+                    &text[s..e],
+                    colon_or_at(&text.as_bytes()[s..e], 0),
+                    &mut seen,
+                ))
             });
             let want: Vec<f64> = c["scores"]
                 .as_array()
@@ -852,7 +875,11 @@ mod tests {
                 long.as_str(),
                 "",
             ] {
-                assert_eq!(score(model, s, &mut seen), reference(s), "{s}");
+                assert_eq!(
+                    score(model, s, colon_or_at(s.as_bytes(), 0), &mut seen),
+                    reference(s),
+                    "{s}"
+                );
             }
         }
     }
@@ -871,7 +898,8 @@ mod tests {
             sentences(&lower, |s, e| {
                 assert!(s <= e && e <= lower.len());
                 assert!(lower.is_char_boundary(s) && lower.is_char_boundary(e));
-                let _ = score(model, &lower[s..e], &mut seen);
+                let sentence = &lower[s..e];
+                let _ = score(model, sentence, colon_or_at(sentence.as_bytes(), 0), &mut seen);
                 let _ = strongest(model, &lower[s..e], 5);
             });
             let norm = crate::rules::normalize::normalize(&text);
