@@ -56,7 +56,9 @@ use serde::Deserialize;
 use crate::finding::{Confidence, Severity};
 use crate::rules::engine::{Docs, Field, Origin, RuleMeta, Scope, Sink};
 use crate::rules::literal_dfa::LiteralDfa;
-use crate::rules::normalize::{folded_away, normalize, HiddenKind, Normalized, RunCounter};
+use crate::rules::normalize::{
+    folded_away, normalize, HiddenKind, Normalized, PackedRuns, RunCounter,
+};
 
 include!(concat!(env!("OUT_DIR"), "/builtin_rules.rs"));
 
@@ -1253,6 +1255,16 @@ impl PatternSet {
         let marks = &self.byte_marks;
         let mut marked = 0u64;
         match runs {
+            // A fresh count of a text short enough for its lanes (all but
+            // none in practice) is packed: fewer instructions a byte.
+            Some(r) if text.len() < PackedRuns::MAX_LEN && *r == RunCounter::default() => {
+                let mut packed = PackedRuns::default();
+                pre.dfa.scan_each(text.as_bytes(), &mut sc.hits, |b| {
+                    marked |= marks[usize::from(b)];
+                    packed.push(b);
+                });
+                *r = packed.counter();
+            }
             Some(r) => {
                 // A local copy stays in registers through the loop.
                 let mut local = *r;
