@@ -205,7 +205,8 @@ impl PatternRule {
     /// regex that would return `None` leaves the leftmost match, and the first
     /// pattern among equals, unchanged.
     ///
-    /// With `starts` (also from the scan: `(pattern, offset)` pairs, sorted),
+    /// With `starts` (also from the scan: `(pattern, offset)` pairs, packed
+    /// by [`start`] and sorted),
     /// a pattern that has a prefix set is searched anchored at each offset
     /// where one of its prefix literals occurs, in order, instead of over the
     /// whole text. Every match begins with a prefix literal, so the first
@@ -228,15 +229,14 @@ impl PatternRule {
                 let i = self.first + k;
                 match starts {
                     Some((starts, prefixed)) if bit(prefixed, i) => {
-                        let i = i as u32;
-                        let from = starts.partition_point(|&(p, _)| p < i);
+                        let from = starts.partition_point(|&s| s < start(i as u32, 0));
                         starts[from..]
                             .iter()
-                            .take_while(|&&(p, _)| p == i)
-                            .find_map(|&(_, at)| {
+                            .take_while(|&&s| s >> 32 == i as u64)
+                            .find_map(|&s| {
                                 r.search(
                                     &Input::new(text)
-                                        .range(at as usize..)
+                                        .range(s as u32 as usize..)
                                         .anchored(Anchored::Yes),
                                 )
                             })
@@ -253,9 +253,16 @@ impl PatternRule {
 }
 
 /// From [`PatternSet::scan`]: `(pattern, offset)` pairs where a present
-/// pattern may begin (sorted), and which patterns have a prefix set (a bit
-/// set).
-type Starts<'a> = (&'a [(u32, u32)], &'a [u64]);
+/// pattern may begin (packed by [`start`], sorted), and which patterns have
+/// a prefix set (a bit set).
+type Starts<'a> = (&'a [u64], &'a [u64]);
+
+/// A `(pattern, offset)` pair of [`Starts`] as one integer, pattern in the
+/// high half, which sorts as the pair does: sorting and deduplicating
+/// integers is cheaper than pairs.
+fn start(pattern: u32, at: u32) -> u64 {
+    u64::from(pattern) << 32 | u64::from(at)
+}
 
 /// A failed rule test case.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -411,8 +418,8 @@ fn mark_present(opened: &[u64], present: &mut [u64]) {
 struct Scratch {
     /// `(end offset, match state)` of each position where a literal ends.
     hits: Vec<(u32, u32)>,
-    /// `(pattern, offset)` where a present pattern may begin.
-    starts: Vec<(u32, u32)>,
+    /// `(pattern, offset)` where a present pattern may begin (see [`start`]).
+    starts: Vec<u64>,
     present: Vec<u64>,
     opened: Vec<u64>,
 }
@@ -1317,7 +1324,7 @@ impl PatternSet {
                 // No `\b` between two word bytes.
                 let inside_word = || at > 0 && word(at as usize) && word(at as usize - 1);
                 if bit(present, p as usize) && !(bit(&self.bounded, p as usize) && inside_word()) {
-                    starts.push((p, at));
+                    starts.push(start(p, at));
                 }
             }
         }
