@@ -219,32 +219,54 @@ impl PatternRule {
         present: Option<&[u64]>,
         starts: Option<Starts<'_>>,
     ) -> Option<(usize, usize)> {
-        let m = self
-            .regexes
-            .iter()
-            .enumerate()
-            .filter(|(k, _)| present.is_none_or(|p| bit(p, self.first + k)))
-            .filter_map(|(k, r)| {
-                let r = r.get();
-                let i = self.first + k;
-                match starts {
-                    Some((starts, prefixed)) if bit(prefixed, i) => {
-                        let from = starts.partition_point(|&s| s < start(i as u32, 0));
-                        starts[from..]
-                            .iter()
-                            .take_while(|&&s| s >> 32 == i as u64)
-                            .find_map(|&s| {
-                                r.search(
-                                    &Input::new(text)
-                                        .range(s as u32 as usize..)
-                                        .anchored(Anchored::Yes),
-                                )
-                            })
-                    }
-                    _ => r.find(text),
+        // The leftmost match, the first pattern's among equals.
+        let mut best: Option<regex_automata::Match> = None;
+        let mut try_pattern = |i: usize| {
+            let r = self.regexes[i - self.first].get();
+            let m = match starts {
+                Some((starts, prefixed)) if bit(prefixed, i) => {
+                    let from = starts.partition_point(|&s| s < start(i as u32, 0));
+                    starts[from..]
+                        .iter()
+                        .take_while(|&&s| s >> 32 == i as u64)
+                        .find_map(|&s| {
+                            r.search(
+                                &Input::new(text)
+                                    .range(s as u32 as usize..)
+                                    .anchored(Anchored::Yes),
+                            )
+                        })
                 }
-            })
-            .min_by_key(|m| m.start())?;
+                _ => r.find(text),
+            };
+            if let Some(m) = m {
+                if best.is_none_or(|b| m.start() < b.start()) {
+                    best = Some(m);
+                }
+            }
+        };
+        let end = self.first + self.regexes.len();
+        match present {
+            None => (self.first..end).for_each(&mut try_pattern),
+            // Only the present patterns, a word of the bit set at a time.
+            Some(p) => {
+                let lo = self.first / 64;
+                for (k, &word) in p[lo..end.div_ceil(64)].iter().enumerate() {
+                    let (w, mut word) = (lo + k, word);
+                    if w == lo {
+                        word &= !0 << (self.first % 64);
+                    }
+                    if end < (w + 1) * 64 {
+                        word &= (1 << (end % 64)) - 1;
+                    }
+                    while word != 0 {
+                        try_pattern(w * 64 + word.trailing_zeros() as usize);
+                        word &= word - 1;
+                    }
+                }
+            }
+        }
+        let m = best?;
         if self.unless.iter().any(|u| u.get().is_match(text)) {
             return None;
         }
