@@ -56,7 +56,9 @@ use serde::Deserialize;
 use crate::finding::{Confidence, Severity};
 use crate::rules::engine::{Docs, Field, Origin, RuleMeta, Scope, Sink};
 use crate::rules::literal_dfa::LiteralDfa;
-use crate::rules::normalize::{folded_away, normalize, HiddenKind, Normalized, RunCounter};
+use crate::rules::normalize::{
+    folded_away, normalize, HiddenKind, Normalized, PackedRuns, RunCounter,
+};
 
 include!(concat!(env!("OUT_DIR"), "/builtin_rules.rs"));
 
@@ -203,7 +205,8 @@ impl PatternRule {
     /// regex that would return `None` leaves the leftmost match, and the first
     /// pattern among equals, unchanged.
     ///
-    /// With `starts` (also from the scan: `(pattern, offset)` pairs, sorted),
+    /// With `starts` (also from the scan: `(pattern, offset)` pairs, packed
+    /// by [`start`] and sorted),
     /// a pattern that has a prefix set is searched anchored at each offset
     /// where one of its prefix literals occurs, in order, instead of over the
     /// whole text. Every match begins with a prefix literal, so the first
@@ -216,33 +219,54 @@ impl PatternRule {
         present: Option<&[u64]>,
         starts: Option<Starts<'_>>,
     ) -> Option<(usize, usize)> {
-        let m = self
-            .regexes
-            .iter()
-            .enumerate()
-            .filter(|(k, _)| present.is_none_or(|p| bit(p, self.first + k)))
-            .filter_map(|(k, r)| {
-                let r = r.get();
-                let i = self.first + k;
-                match starts {
-                    Some((starts, prefixed)) if bit(prefixed, i) => {
-                        let i = i as u32;
-                        let from = starts.partition_point(|&(p, _)| p < i);
-                        starts[from..]
-                            .iter()
-                            .take_while(|&&(p, _)| p == i)
-                            .find_map(|&(_, at)| {
-                                r.search(
-                                    &Input::new(text)
-                                        .range(at as usize..)
-                                        .anchored(Anchored::Yes),
-                                )
-                            })
-                    }
-                    _ => r.find(text),
+        // The leftmost match, the first pattern's among equals.
+        let mut best: Option<regex_automata::Match> = None;
+        let mut try_pattern = |i: usize| {
+            let r = self.regexes[i - self.first].get();
+            let m = match starts {
+                Some((starts, prefixed)) if bit(prefixed, i) => {
+                    let from = starts.partition_point(|&s| s < start(i as u32, 0));
+                    starts[from..]
+                        .iter()
+                        .take_while(|&&s| s >> 32 == i as u64)
+                        .find_map(|&s| {
+                            r.search(
+                                &Input::new(text)
+                                    .range(s as u32 as usize..)
+                                    .anchored(Anchored::Yes),
+                            )
+                        })
                 }
-            })
-            .min_by_key(|m| m.start())?;
+                _ => r.find(text),
+            };
+            if let Some(m) = m {
+                if best.is_none_or(|b| m.start() < b.start()) {
+                    best = Some(m);
+                }
+            }
+        };
+        let end = self.first + self.regexes.len();
+        match present {
+            None => (self.first..end).for_each(&mut try_pattern),
+            // Only the present patterns, a word of the bit set at a time.
+            Some(p) => {
+                let lo = self.first / 64;
+                for (k, &word) in p[lo..end.div_ceil(64)].iter().enumerate() {
+                    let (w, mut word) = (lo + k, word);
+                    if w == lo {
+                        word &= !0 << (self.first % 64);
+                    }
+                    if end < (w + 1) * 64 {
+                        word &= (1 << (end % 64)) - 1;
+                    }
+                    while word != 0 {
+                        try_pattern(w * 64 + word.trailing_zeros() as usize);
+                        word &= word - 1;
+                    }
+                }
+            }
+        }
+        let m = best?;
         if self.unless.iter().any(|u| u.get().is_match(text)) {
             return None;
         }
@@ -251,9 +275,16 @@ impl PatternRule {
 }
 
 /// From [`PatternSet::scan`]: `(pattern, offset)` pairs where a present
-/// pattern may begin (sorted), and which patterns have a prefix set (a bit
-/// set).
-type Starts<'a> = (&'a [(u32, u32)], &'a [u64]);
+/// pattern may begin (packed by [`start`], sorted), and which patterns have
+/// a prefix set (a bit set).
+type Starts<'a> = (&'a [u64], &'a [u64]);
+
+/// A `(pattern, offset)` pair of [`Starts`] as one integer, pattern in the
+/// high half, which sorts as the pair does: sorting and deduplicating
+/// integers is cheaper than pairs.
+fn start(pattern: u32, at: u32) -> u64 {
+    u64::from(pattern) << 32 | u64::from(at)
+}
 
 /// A failed rule test case.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -409,8 +440,8 @@ fn mark_present(opened: &[u64], present: &mut [u64]) {
 struct Scratch {
     /// `(end offset, match state)` of each position where a literal ends.
     hits: Vec<(u32, u32)>,
-    /// `(pattern, offset)` where a present pattern may begin.
-    starts: Vec<(u32, u32)>,
+    /// `(pattern, offset)` where a present pattern may begin (see [`start`]).
+    starts: Vec<u64>,
     present: Vec<u64>,
     opened: Vec<u64>,
 }
@@ -1253,6 +1284,16 @@ impl PatternSet {
         let marks = &self.byte_marks;
         let mut marked = 0u64;
         match runs {
+            // A fresh count of a text short enough for its lanes (all but
+            // none in practice) is packed: fewer instructions a byte.
+            Some(r) if text.len() < PackedRuns::MAX_LEN && *r == RunCounter::default() => {
+                let mut packed = PackedRuns::default();
+                pre.dfa.scan_each(text.as_bytes(), &mut sc.hits, |b| {
+                    marked |= marks[usize::from(b)];
+                    packed.push(b);
+                });
+                *r = packed.counter();
+            }
             Some(r) => {
                 // A local copy stays in registers through the loop.
                 let mut local = *r;
@@ -1305,7 +1346,7 @@ impl PatternSet {
                 // No `\b` between two word bytes.
                 let inside_word = || at > 0 && word(at as usize) && word(at as usize - 1);
                 if bit(present, p as usize) && !(bit(&self.bounded, p as usize) && inside_word()) {
-                    starts.push((p, at));
+                    starts.push(start(p, at));
                 }
             }
         }
