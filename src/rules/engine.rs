@@ -1126,13 +1126,14 @@ impl Engine {
             if self.memo && self.contexts_known {
                 memo.reserve(hint.0 / threads, hint.1 / threads);
             }
+            let mut norm = Normalized::default();
             let mut done = Vec::new();
             while !stop.load(Ordering::Relaxed) {
                 let i = next.fetch_add(1, Ordering::Relaxed);
                 let Some(scope) = scopes.get(i) else {
                     break;
                 };
-                self.check_server(scope, &mut sink, &mut memo);
+                self.check_server(scope, &mut sink, &mut memo, &mut norm);
                 done.push((i, std::mem::take(&mut sink.findings)));
             }
             done
@@ -1287,7 +1288,16 @@ impl Engine {
         }
     }
 
-    fn check_server(&self, scope: &Scope<'_>, sink: &mut Sink, memo: &mut TextMemo) {
+    /// Runs every rule over one server. `norm` is the worker's scratch
+    /// space for normalised text, reused from server to server (its buffers
+    /// grow to the longest text once, not once a server).
+    fn check_server(
+        &self,
+        scope: &Scope<'_>,
+        sink: &mut Sink,
+        memo: &mut TextMemo,
+        norm: &mut Normalized,
+    ) {
         let doc = scope.doc;
         let server = scope.server;
         if doc.node_count() == 0 {
@@ -1310,12 +1320,10 @@ impl Engine {
         for r in &enabled {
             r.check_server(scope, sink);
         }
-        // One path buffer and one normalisation buffer for the whole server.
-        let mut norm = Normalized::default();
+        // One path buffer for the whole server.
         let mut path = String::new();
         let tool_name: Option<&str> = None;
-        let mut check =
-            |f: &Field<'_>| self.check_field(scope, f, tool_name, &mut norm, sink, memo);
+        let mut check = |f: &Field<'_>| self.check_field(scope, f, tool_name, norm, sink, memo);
         if let Some(n) = server.instructions {
             path.push_str("instructions");
             walk_fields(doc, n, &mut path, "instructions", &mut check);
@@ -1358,9 +1366,8 @@ impl Engine {
             }
             path.truncate(base);
             if let Some(members) = doc.members(tool.node) {
-                let mut check = |f: &Field<'_>| {
-                    self.check_field(scope, f, Some(&tool.name), &mut norm, sink, memo)
-                };
+                let mut check =
+                    |f: &Field<'_>| self.check_field(scope, f, Some(&tool.name), norm, sink, memo);
                 for (k, v) in members {
                     let key = doc.str(k).unwrap_or_default();
                     // Icons are fetched by clients, not read by the model.
@@ -1384,7 +1391,7 @@ impl Engine {
                 path.push('/');
                 path.push_str(&seg(&p.name));
                 walk_fields(doc, p.node, &mut path, "", &mut |f| {
-                    self.check_field(scope, f, None, &mut norm, sink, memo)
+                    self.check_field(scope, f, None, norm, sink, memo)
                 });
                 self.post_subject(scope, from, sink);
             }
@@ -1403,7 +1410,7 @@ impl Engine {
                 walk_fields(doc, r.node, &mut path, "", &mut |f| {
                     // A resource's URI is an address, not prose.
                     if !f.path.ends_with("/uri") && !f.path.ends_with("/uriTemplate") {
-                        self.check_field(scope, f, None, &mut norm, sink, memo)
+                        self.check_field(scope, f, None, norm, sink, memo)
                     }
                 });
                 self.post_subject(scope, from, sink);
