@@ -313,6 +313,10 @@ impl Sink {
     /// [`Sink::emit`] (findings pushed directly, or removed).
     fn take_recorded(&mut self, node: NodeId) -> Option<Vec<Recorded>> {
         let (from, recorded) = self.recording.take()?;
+        // Most texts have no findings: no iterator to set up for them.
+        if recorded.is_empty() && self.findings.len() == from {
+            return Some(Vec::new());
+        }
         if recorded.len() != self.findings.len().checked_sub(from)? {
             return None;
         }
@@ -1113,19 +1117,27 @@ impl Engine {
             }
         }
         let (next, stop) = (AtomicUsize::new(0), AtomicBool::new(false));
+        // What the memo will hold, roughly: on the real servers about one
+        // entry for every eight nodes of the documents, and a quarter of
+        // their bytes as texts (most fields are repeats or not prose).
+        let hint = memo_hint(scopes);
         let worker = || {
             let _stop = StopOnPanic(&stop);
             let mut sink = Sink::default();
             // The threads share the one memo's budget, so that the memos'
             // total does not grow with the number of cores.
             let mut memo = TextMemo::with_budget(crate::rules::memo::MAX_BYTES / threads);
+            if self.memo && self.contexts_known {
+                memo.reserve(hint.0 / threads, hint.1 / threads);
+            }
+            let mut norm = Normalized::default();
             let mut done = Vec::new();
             while !stop.load(Ordering::Relaxed) {
                 let i = next.fetch_add(1, Ordering::Relaxed);
                 let Some(scope) = scopes.get(i) else {
                     break;
                 };
-                self.check_server(scope, &mut sink, &mut memo);
+                self.check_server(scope, &mut sink, &mut memo, &mut norm);
                 done.push((i, std::mem::take(&mut sink.findings)));
             }
             done
@@ -1280,7 +1292,16 @@ impl Engine {
         }
     }
 
-    fn check_server(&self, scope: &Scope<'_>, sink: &mut Sink, memo: &mut TextMemo) {
+    /// Runs every rule over one server. `norm` is the worker's scratch
+    /// space for normalised text, reused from server to server (its buffers
+    /// grow to the longest text once, not once a server).
+    fn check_server(
+        &self,
+        scope: &Scope<'_>,
+        sink: &mut Sink,
+        memo: &mut TextMemo,
+        norm: &mut Normalized,
+    ) {
         let doc = scope.doc;
         let server = scope.server;
         if doc.node_count() == 0 {
@@ -1303,12 +1324,10 @@ impl Engine {
         for r in &enabled {
             r.check_server(scope, sink);
         }
-        // One path buffer and one normalisation buffer for the whole server.
-        let mut norm = Normalized::default();
+        // One path buffer for the whole server.
         let mut path = String::new();
         let tool_name: Option<&str> = None;
-        let mut check =
-            |f: &Field<'_>| self.check_field(scope, f, tool_name, &mut norm, sink, memo);
+        let mut check = |f: &Field<'_>| self.check_field(scope, f, tool_name, norm, sink, memo);
         if let Some(n) = server.instructions {
             path.push_str("instructions");
             walk_fields(doc, n, &mut path, "instructions", &mut check);
@@ -1351,9 +1370,8 @@ impl Engine {
             }
             path.truncate(base);
             if let Some(members) = doc.members(tool.node) {
-                let mut check = |f: &Field<'_>| {
-                    self.check_field(scope, f, Some(&tool.name), &mut norm, sink, memo)
-                };
+                let mut check =
+                    |f: &Field<'_>| self.check_field(scope, f, Some(&tool.name), norm, sink, memo);
                 for (k, v) in members {
                     let key = doc.str(k).unwrap_or_default();
                     // Icons are fetched by clients, not read by the model.
@@ -1377,7 +1395,7 @@ impl Engine {
                 path.push('/');
                 path.push_str(&seg(&p.name));
                 walk_fields(doc, p.node, &mut path, "", &mut |f| {
-                    self.check_field(scope, f, None, &mut norm, sink, memo)
+                    self.check_field(scope, f, None, norm, sink, memo)
                 });
                 self.post_subject(scope, from, sink);
             }
@@ -1396,13 +1414,30 @@ impl Engine {
                 walk_fields(doc, r.node, &mut path, "", &mut |f| {
                     // A resource's URI is an address, not prose.
                     if !f.path.ends_with("/uri") && !f.path.ends_with("/uriTemplate") {
-                        self.check_field(scope, f, None, &mut norm, sink, memo)
+                        self.check_field(scope, f, None, norm, sink, memo)
                     }
                 });
                 self.post_subject(scope, from, sink);
             }
         }
     }
+}
+
+/// A guess at what a memo of a check of `scopes` holds, for
+/// [`TextMemo::reserve`]: entries and bytes of text, from the size of their
+/// documents (each counted once, though several servers may share one).
+fn memo_hint(scopes: &[Scope<'_>]) -> (usize, usize) {
+    let mut seen: Option<&Document> = None;
+    let (mut nodes, mut bytes) = (0, 0);
+    for s in scopes {
+        if seen.is_some_and(|d| std::ptr::eq(d, s.doc)) {
+            continue;
+        }
+        seen = Some(s.doc);
+        nodes += s.doc.node_count();
+        bytes += s.doc.text().len();
+    }
+    (nodes / 8, bytes / 4)
 }
 
 /// Every server of `inputs`, in order, as the rules see it.

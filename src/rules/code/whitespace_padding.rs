@@ -48,24 +48,64 @@ fn longest_run(
     best
 }
 
-/// True if `text` has `NEWLINES` bytes in a row that are ASCII whitespace
-/// or belong to non-ASCII characters. Every padding character is one or the
-/// other (the invisible ones are all non-ASCII), and a run long enough to
-/// report has at least `NEWLINES` characters, so text without such bytes
-/// has none.
-fn may_pad(text: &str) -> bool {
-    let mut run = 0;
-    for &b in text.as_bytes() {
-        run = if b >= 0x80 || matches!(b, b' ' | b'\t'..=b'\r') {
-            run + 1
-        } else {
-            0
-        };
-        if run >= NEWLINES {
-            return true;
-        }
+/// True for a byte that begins a padding character: ASCII whitespace, or
+/// the first byte of a non-ASCII whitespace or invisible character's UTF-8
+/// form (`U+0085`, `U+00A0`, `U+00AD`: C2; `U+034F`: CD; `U+061C`: D8;
+/// `U+115F`..`U+180F`: E1; `U+2000`..`U+206F`: E2; `U+3000`, `U+3164`: E3;
+/// `U+FE00`..`U+FFF8`: EF; `U+1BCA0`, `U+1D173`..: F0; tags: F3). The test
+/// below holds it to every character.
+const PAD_LEAD: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut i = 0;
+    while i < 256 {
+        let b = i as u8;
+        t[i] = matches!(
+            b,
+            b' ' | b'\t'..=b'\r' | 0xc2 | 0xcd | 0xd8 | 0xe1 | 0xe2 | 0xe3 | 0xef | 0xf0 | 0xf3
+        );
+        i += 1;
     }
-    false
+    t
+};
+
+/// The longest run of characters whose first byte is in [`PAD_LEAD`]
+/// (continuation bytes neither count nor break it): at least the longest
+/// run of padding characters, since each of them counts one. (Counting every
+/// non-ASCII byte, as an earlier version did, let through most text with a
+/// dash, quotes or an emoji near a space, and all non-Latin text, for the
+/// character scan to rule out.)
+fn pad_run(text: &str) -> usize {
+    let (mut run, mut best) = (0usize, 0usize);
+    for &b in text.as_bytes() {
+        // A continuation byte (10xxxxxx) belongs to the character before.
+        if b & 0xc0 == 0x80 {
+            continue;
+        }
+        run = if PAD_LEAD[usize::from(b)] { run + 1 } else { 0 };
+        best = best.max(run);
+    }
+    best
+}
+
+/// Each character of `text` as [`longest_run`] takes it: its byte offset,
+/// whether it is padding, whether it is a line break. ASCII bytes are
+/// classed by byte and only other characters decoded, which gives what
+/// `char_indices` gives (an ASCII byte is a character, never an invisible
+/// one) at a fraction of the cost on mostly ASCII text.
+fn padding_chars(text: &str) -> impl Iterator<Item = (usize, bool, bool)> + '_ {
+    let bytes = text.as_bytes();
+    let mut i = 0;
+    std::iter::from_fn(move || {
+        let (at, &b) = (i, bytes.get(i)?);
+        if b < 0x80 {
+            i += 1;
+            return Some((at, matches!(b, b' ' | b'\t'..=b'\r'), b == b'\n'));
+        }
+        // `i` is on a character boundary: the previous step ended one.
+        let c = text[at..].chars().next()?;
+        i += c.len_utf8();
+        Some((at, c.is_whitespace() || is_invisible(c), false))
+    })
 }
 
 impl Rule for WhitespacePadding {
@@ -83,16 +123,21 @@ impl Rule for WhitespacePadding {
 
     fn check_text(&self, scope: &Scope<'_>, field: &Field<'_>, norm: &Normalized, out: &mut Sink) {
         let text = field.text.as_ref();
-        // A run long enough to report has at least `NEWLINES` characters, so
-        // ASCII text without that many whitespace bytes in a row has none.
-        // (`norm.plain` answers `is_ascii` for most text without a pass.)
-        let ascii = norm.plain || text.is_ascii();
-        if text.len() < NEWLINES || (ascii && norm.space_run < NEWLINES) {
+        if text.len() < NEWLINES {
             return;
         }
-        // Other text is scanned by character below (about 60 instructions
-        // a character, most of them ASCII); a byte pass rules most of it out.
-        if !ascii && !may_pad(text) {
+        // The longest run of padding characters there may be: for ASCII text
+        // the longest whitespace run, counted already (`norm.plain` answers
+        // `is_ascii` for most text without a pass); for other text, a byte
+        // pass's bound.
+        let ascii = norm.plain || text.is_ascii();
+        let run = if ascii { norm.space_run } else { pad_run(text) };
+        // A run long enough to report has at least `NEWLINES` characters, and
+        // one shorter than `RUN` needs `NEWLINES` line breaks (indented text
+        // has long runs of spaces and few line breaks).
+        if run < NEWLINES
+            || (run < RUN && crate::manifest::json::count_newlines(text.as_bytes()) < NEWLINES)
+        {
             return;
         }
         // Pure ASCII text (most of it) is scanned by byte: the same runs, since
@@ -104,10 +149,7 @@ impl Rule for WhitespacePadding {
                     .map(|(i, b)| (i, matches!(b, b' ' | b'\t'..=b'\r'), b == b'\n')),
             )
         } else {
-            longest_run(
-                text.char_indices()
-                    .map(|(i, c)| (i, c.is_whitespace() || is_invisible(c), c == '\n')),
-            )
+            longest_run(padding_chars(text))
         };
         // Trailing padding hides nothing after it.
         if let Some((s, e, count, newlines)) = best {
@@ -127,20 +169,37 @@ impl Rule for WhitespacePadding {
 mod tests {
     use super::*;
 
-    /// Text that `may_pad` rules out has no run to report.
+    /// `pad_run` bounds the reported run, and `padding_chars` gives what the
+    /// plain scan by character gives.
     #[test]
-    fn may_pad_rules_out_only_text_without_padding() {
+    fn byte_passes_agree_with_the_character_scan() {
         use proptest::prelude::*;
-        let runs = |t: &str| {
-            longest_run(
-                t.char_indices()
-                    .map(|(i, c)| (i, c.is_whitespace() || is_invisible(c), c == '\n')),
-            )
+        let plain = |t: &str| -> Vec<(usize, bool, bool)> {
+            t.char_indices()
+                .map(|(i, c)| (i, c.is_whitespace() || is_invisible(c), c == '\n'))
+                .collect()
         };
         let padded = format!("a{}b", "\u{200b}\n".repeat(7));
-        assert!(may_pad(&padded) && runs(&padded).is_some());
-        proptest!(ProptestConfig::with_cases(3000), |(t in "[a. \t\n\u{a0}\u{200b}\u{3000}\u{e0041}é言]{0,60}")| {
-            prop_assert!(may_pad(&t) || runs(&t).is_none(), "{:?}", t);
+        assert!(pad_run(&padded) >= 14 && longest_run(padding_chars(&padded)).is_some());
+        assert!(pad_run("a — “b” — c — d 言語の文章です") < NEWLINES);
+        proptest!(ProptestConfig::with_cases(3000), |(t in "[a. \t\n\u{85}\u{a0}\u{ad}\u{200b}\u{2028}\u{3000}\u{3164}\u{feff}\u{1d173}\u{e0041}é言—😀]{0,60}")| {
+            prop_assert_eq!(padding_chars(&t).collect::<Vec<_>>(), plain(&t));
+            if let Some((_, _, count, _)) = longest_run(plain(&t).into_iter()) {
+                prop_assert!(pad_run(&t) >= count, "{:?}", t);
+            }
         });
+    }
+
+    /// Every padding character (whitespace or invisible) begins with a byte
+    /// of [`PAD_LEAD`], so `pad_run` counts it.
+    #[test]
+    fn pad_lead_holds_every_padding_character() {
+        for c in (0..=0x10ffff).filter_map(char::from_u32) {
+            if c.is_whitespace() || is_invisible(c) {
+                let mut buf = [0u8; 4];
+                let lead = c.encode_utf8(&mut buf).as_bytes()[0];
+                assert!(PAD_LEAD[usize::from(lead)], "{c:?}");
+            }
+        }
     }
 }
