@@ -1117,19 +1117,12 @@ impl Engine {
             }
         }
         let (next, stop) = (AtomicUsize::new(0), AtomicBool::new(false));
-        // What the memo will hold, roughly: on the real servers about one
-        // entry for every eight nodes of the documents, and a quarter of
-        // their bytes as texts (most fields are repeats or not prose).
-        let hint = memo_hint(scopes);
         let worker = || {
             let _stop = StopOnPanic(&stop);
             let mut sink = Sink::default();
             // The threads share the one memo's budget, so that the memos'
             // total does not grow with the number of cores.
             let mut memo = TextMemo::with_budget(crate::rules::memo::MAX_BYTES / threads);
-            if self.memo && self.contexts_known {
-                memo.reserve(hint.0 / threads, hint.1 / threads);
-            }
             let mut norm = Normalized::default();
             let mut done = Vec::new();
             while !stop.load(Ordering::Relaxed) {
@@ -1421,23 +1414,6 @@ impl Engine {
             }
         }
     }
-}
-
-/// A guess at what a memo of a check of `scopes` holds, for
-/// [`TextMemo::reserve`]: entries and bytes of text, from the size of their
-/// documents (each counted once, though several servers may share one).
-fn memo_hint(scopes: &[Scope<'_>]) -> (usize, usize) {
-    let mut seen: Option<&Document> = None;
-    let (mut nodes, mut bytes) = (0, 0);
-    for s in scopes {
-        if seen.is_some_and(|d| std::ptr::eq(d, s.doc)) {
-            continue;
-        }
-        seen = Some(s.doc);
-        nodes += s.doc.node_count();
-        bytes += s.doc.text().len();
-    }
-    (nodes / 8, bytes / 4)
 }
 
 /// Every server of `inputs`, in order, as the rules see it.

@@ -190,17 +190,6 @@ impl TextMemo {
         }
     }
 
-    /// Makes room for about `entries` texts of `bytes` bytes in all (within
-    /// the budget), so that the table, the entries and the text buffer do
-    /// not regrow as the check goes: each regrowth copies, and the table's
-    /// rehashes, what is there (about 2% of a check of the real servers).
-    pub fn reserve(&mut self, entries: usize, bytes: usize) {
-        let entries = entries.min(self.budget / ENTRY_BYTES);
-        self.table.reserve(entries);
-        self.entries.reserve(entries);
-        self.texts.reserve(bytes.min(self.budget));
-    }
-
     /// The context of the next [`TextMemo::get`] and [`TextMemo::insert`],
     /// emptied for the caller to fill: whether the field is a key, and what
     /// the rules read of its path and tool, as the engine builds it (the same
