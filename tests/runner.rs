@@ -1200,6 +1200,26 @@ fn damaged_snapshots_fall_back() {
 }
 
 #[test]
+fn a_guest_that_dies_in_early_boot_is_booted_again_then_reported() {
+    if !vm_tests_enabled() {
+        return;
+    }
+    // 48 MiB cannot hold the kernel and its initramfs: every boot dies
+    // before the guest's init prints its first line (the same shape as an
+    // emulation fault in early boot, but every time). The fetch boots it
+    // again, then gives up with a message that says what happened.
+    let src = format!("file:{}", fixture("hostile").display());
+    let r = vm_fetch(&[&src, "--memory", "48", "--timeout", "120"]);
+    assert_eq!(r.code(), 2, "{}", r.stderr());
+    assert!(
+        r.stderr()
+            .contains("the guest kernel died before its init ran, 3 boots in a row"),
+        "{}",
+        r.stderr()
+    );
+}
+
+#[test]
 fn microvm_hostile_battery_and_real_servers() {
     if !vm_tests_enabled() {
         return;

@@ -416,21 +416,23 @@ fn run_qemu(
             socket_dir: dir,
             relay,
         };
-        let cmd = vm::command_boot(
-            image,
-            Some(&cold_disk),
-            &opts.vm,
-            accel,
-            Some(&spec),
-            vm::Boot::Cold,
-        )?;
         (opts.progress)(&format!(
             "booting a microVM cold ({}) with a network to {} only",
             accel.name(),
             hosts.join(", ")
         ));
         prov.prepare_s = Some(t0.elapsed().as_secs_f64());
-        let r = run_stdio_after(cmd, None, Warmup::None, opts, prov, t0);
+        let boot = || {
+            vm::command_boot(
+                image,
+                Some(&cold_disk),
+                &opts.vm,
+                accel,
+                Some(&spec),
+                vm::Boot::Cold,
+            )
+        };
+        let r = boot_cold(boot, opts, started, prov, t0);
         prov.egress = Some(proxy.finish());
         return r.map_err(|e| with_egress_log(e, prov.egress.as_ref()));
     }
@@ -591,12 +593,79 @@ fn run_qemu(
         image::make_ext4(tree, &cold_disk, "app")?;
         cold_disk
     };
-    let cmd = vm::command_boot(image, Some(&disk), &opts.vm, accel, None, vm::Boot::Cold)?;
     (opts.progress)(&format!("booting a microVM cold ({})", accel.name()));
     if prov.prepare_s.is_none() {
         prov.prepare_s = Some(t0.elapsed().as_secs_f64());
     }
-    run_stdio_after(cmd, None, Warmup::None, &remaining(opts, started), prov, t0)
+    let boot = || vm::command_boot(image, Some(&disk), &opts.vm, accel, None, vm::Boot::Cold);
+    boot_cold(boot, opts, started, prov, t0)
+}
+
+/// How many cold boots a fetch tries when the guest kernel dies before its
+/// init runs.
+const COLD_BOOTS: u32 = 3;
+
+/// Boots the machine `command` makes, again (at most [`COLD_BOOTS`] in all,
+/// within what is left of the time limit) while its guest kernel dies
+/// before its init runs. Such a death is the host's or the emulator's
+/// fault, not the server's: nothing of the package has run, so booting
+/// again repeats nothing the server did.
+fn boot_cold(
+    command: impl Fn() -> Result<Command, RunnerError>,
+    opts: &FetchOptions,
+    started: Instant,
+    prov: &mut capture::Provenance,
+    t0: Instant,
+) -> Result<Manifest, RunnerError> {
+    let mut boots = 0;
+    loop {
+        boots += 1;
+        let r = run_stdio_after(
+            command()?,
+            None,
+            Warmup::None,
+            &remaining(opts, started),
+            prov,
+            t0,
+        );
+        if !died_in_boot(&r, &prov.stderr_tail) {
+            return r;
+        }
+        if boots == COLD_BOOTS {
+            let console = if prov.stderr_tail.trim().is_empty() {
+                "; it printed nothing on its console"
+            } else {
+                ""
+            };
+            return Err(RunnerError::Vm {
+                msg: format!(
+                    "the guest kernel died before its init ran, {COLD_BOOTS} boots in a row \
+                     (too little --memory, or an emulation fault on this host){console}"
+                ),
+                stderr_tail: prov.stderr_tail.clone(),
+            });
+        }
+        prov.notes.push(format!(
+            "the guest kernel died before its init ran (boot {boots}): booted again"
+        ));
+        (opts.progress)("the guest kernel died in early boot; booting again");
+    }
+}
+
+/// Whether a run failed because the guest died before its init printed
+/// its first line: the session ended and the console (`tail`) has neither
+/// the init's line nor a complaint from QEMU or bubblewrap themselves
+/// (those would fail the same way again).
+fn died_in_boot(r: &Result<Manifest, RunnerError>, tail: &str) -> bool {
+    matches!(
+        r,
+        Err(RunnerError::Session {
+            error: ClientError::Closed { .. },
+            ..
+        })
+    ) && !tail.contains("mcplint-guest: init")
+        && !tail.contains("qemu-system-x86_64:")
+        && !tail.contains("bwrap:")
 }
 
 /// The first line of a run's error, for a note.
@@ -1132,6 +1201,38 @@ impl Watchdog {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_a_guest_that_never_reached_its_init_counts_as_dead_in_boot() {
+        let closed = || -> Result<Manifest, RunnerError> {
+            Err(RunnerError::Session {
+                error: ClientError::Closed {
+                    method: "initialize".into(),
+                },
+                stderr_tail: String::new(),
+            })
+        };
+        // Nothing on the console, or a kernel oops: booted again.
+        assert!(died_in_boot(&closed(), ""));
+        assert!(died_in_boot(&closed(), "[ 0.15] divide error: 0000 [#1]\n"));
+        // The init ran: the package's own failure, not the boot's.
+        assert!(!died_in_boot(
+            &closed(),
+            "mcplint-guest: init\nmcplint-guest: error: no package disk\n"
+        ));
+        // QEMU or bubblewrap refused: the same again on every boot.
+        assert!(!died_in_boot(
+            &closed(),
+            "qemu-system-x86_64: -m 1: too small\n"
+        ));
+        assert!(!died_in_boot(&closed(), "bwrap: execvp: No such file\n"));
+        // Any other failure is not a boot's.
+        let timeout: Result<Manifest, RunnerError> = Err(RunnerError::WallClock {
+            secs: 1,
+            stderr_tail: String::new(),
+        });
+        assert!(!died_in_boot(&timeout, ""));
+    }
 
     #[test]
     fn a_failed_session_shows_what_the_proxy_refused() {
