@@ -327,6 +327,10 @@ pub struct PatternSet {
     /// that begins with a word byte right after another word byte (`on` in
     /// `json`) cannot begin their match, and is not tried.
     bounded: Vec<u64>,
+    /// What must follow each pattern's prefix literal, for the patterns
+    /// that have such a set (see [`follow_set`]): a prefix literal that is
+    /// not followed by it is not tried.
+    follow: Vec<Option<Follow>>,
     /// The rule of each pattern.
     pattern_rule: Vec<u32>,
     /// One-byte literals are not in the automata (they would end a literal
@@ -763,6 +767,121 @@ fn lit_info(hir: &regex_syntax::hir::Hir) -> LitInfo {
     }
 }
 
+/// What must come right after a pattern's prefix literal, for a pattern
+/// that begins with exact parts and then whitespace, such as
+/// `\b(?:to|in)\s+(?:every|each)\s`: the whitespace, then one of the
+/// literals that begin the next part. The prefix literals of such a pattern
+/// (`to`, `in`) are common words, and most of their occurrences are followed
+/// by something else; checking the next bytes here is far cheaper than an
+/// anchored regex search that fails there.
+#[derive(Clone, Debug, PartialEq)]
+struct Follow {
+    /// At least one whitespace character (`\s+`), or any number (`\s*`).
+    space: bool,
+    /// The first bytes of `lits`, as a 256-bit set.
+    first: [u64; 4],
+    /// One of these begins the part after the whitespace; none begins with
+    /// whitespace.
+    lits: Lits,
+}
+
+impl Follow {
+    /// False only if no match that begins with a prefix literal ending at
+    /// `end` of `text` can exist: after the ASCII whitespace from `end` on
+    /// comes none of the literals. Non-ASCII text after it (which may be
+    /// more whitespace) is let through.
+    fn follows(&self, text: &[u8], end: usize) -> bool {
+        let rest = &text[end..];
+        let spaces = rest
+            .iter()
+            .take_while(|&&b| matches!(b, b'\t'..=b'\r' | b' '))
+            .count();
+        let Some(&b) = rest.get(spaces) else {
+            return false;
+        };
+        if b >= 0x80 {
+            return true;
+        }
+        if (self.space && spaces == 0) || self.first[usize::from(b / 64)] & (1 << (b % 64)) == 0 {
+            return false;
+        }
+        let rest = &rest[spaces..];
+        self.lits.iter().any(|l| rest.starts_with(l))
+    }
+}
+
+/// The [`Follow`] set of a pattern (as [`parse`]d) whose prefix set is
+/// `prefix`, if it has one: the pattern is a concatenation of exact parts
+/// (and look-arounds) whose product is the prefix set, then whitespace
+/// (`\s`, `\s+`, `\s*`), then (past look-arounds) a part that every match
+/// of which begins with one of a set of literals, none of them beginning with
+/// whitespace. So a match is a prefix literal, the whole run of whitespace
+/// after it, then one of those literals.
+fn follow_set(hir: &regex_syntax::hir::Hir, prefix: Option<&Lits>) -> Option<Follow> {
+    use regex_syntax::hir::HirKind;
+    let HirKind::Concat(subs) = hir.kind() else {
+        return None;
+    };
+    let ws = subs.iter().position(|s| whitespace_min(s).is_some())?;
+    let mut lead: Lits = vec![Vec::new()];
+    for s in &subs[..ws] {
+        let e = lit_info(s).exact?;
+        if lead.len() * e.len() > SET_LIMIT {
+            return None;
+        }
+        lead = cross(&lead, &e);
+    }
+    if prefix != Some(&lead) {
+        return None;
+    }
+    let space = whitespace_min(&subs[ws])? >= 1;
+    // What follows as a whole (the parser flattens `e(?:very|ach)` into the
+    // pattern's own concatenation).
+    let rest = regex_syntax::hir::Hir::concat(subs[ws + 1..].to_vec());
+    let lits = lit_info(&rest).prefix?;
+    let starts_with_space = |l: &Vec<u8>| {
+        String::from_utf8_lossy(l)
+            .chars()
+            .next()
+            .is_none_or(char::is_whitespace)
+    };
+    if lits.is_empty() || lits.iter().any(starts_with_space) {
+        return None;
+    }
+    let mut first = [0u64; 4];
+    for l in &lits {
+        first[usize::from(l[0] / 64)] |= 1 << (l[0] % 64);
+    }
+    Some(Follow { space, first, lits })
+}
+
+/// The least number of whitespace characters `hir` matches, if it matches
+/// only whitespace (a class of whitespace, or a repetition of one).
+fn whitespace_min(hir: &regex_syntax::hir::Hir) -> Option<u32> {
+    use regex_syntax::hir::{Class, HirKind};
+    let only_space = |h: &regex_syntax::hir::Hir| match h.kind() {
+        HirKind::Class(Class::Unicode(u)) => {
+            !u.ranges().is_empty()
+                && u.ranges().iter().all(|r| {
+                    (r.end() as u32 - r.start() as u32) < 64
+                        && (r.start()..=r.end()).all(char::is_whitespace)
+                })
+        }
+        HirKind::Class(Class::Bytes(b)) => {
+            !b.ranges().is_empty()
+                && b.ranges()
+                    .iter()
+                    .all(|r| (r.start()..=r.end()).all(|x| matches!(x, b'\t'..=b'\r' | b' ')))
+        }
+        _ => false,
+    };
+    match hir.kind() {
+        HirKind::Repetition(r) if only_space(&r.sub) => Some(r.min),
+        _ if only_space(hir) => Some(1),
+        _ => None,
+    }
+}
+
 /// True if the prefilter's literals leave `c` out: normalised text cannot
 /// contain it ([`folded_away`]), or it is one of the Church Slavonic letter
 /// forms U+1C80..U+1C88, which case-insensitive patterns match as в, д, о,
@@ -1054,6 +1173,7 @@ impl PatternSet {
         let mut lits: Vec<(Vec<u8>, Vec<u32>, Vec<u32>)> = Vec::new();
         let mut has_prefix = Vec::new();
         let mut has_boundary = Vec::new();
+        let mut follow = Vec::new();
         let mut pattern_rule = Vec::new();
         // The bit of each gate in the `opened` bit set (see `closed`).
         let mut gate_bit: Vec<u32> = Vec::new();
@@ -1113,6 +1233,7 @@ impl PatternSet {
                 }
                 has_prefix.push(prefix.is_some());
                 has_boundary.push(hir.as_ref().is_some_and(begins_at_boundary));
+                follow.push(hir.as_ref().and_then(|h| follow_set(h, prefix.as_ref())));
                 for lit in prefix.into_iter().flatten() {
                     let i = *lit_index.entry(lit.clone()).or_insert_with(|| {
                         lits.push((lit, Vec::new(), Vec::new()));
@@ -1222,6 +1343,7 @@ impl PatternSet {
             patterns,
             prefixed,
             bounded,
+            follow,
             pattern_rule,
             byte_marks,
             byte_gates,
@@ -1345,7 +1467,12 @@ impl PatternSet {
                 let at = end - len;
                 // No `\b` between two word bytes.
                 let inside_word = || at > 0 && word(at as usize) && word(at as usize - 1);
-                if bit(present, p as usize) && !(bit(&self.bounded, p as usize) && inside_word()) {
+                if bit(present, p as usize)
+                    && !(bit(&self.bounded, p as usize) && inside_word())
+                    && self.follow[p as usize]
+                        .as_ref()
+                        .is_none_or(|f| f.follows(bytes, end as usize))
+                {
                     starts.push(start(p, at));
                 }
             }
@@ -1876,6 +2003,113 @@ mod tests {
                 }
             }
         });
+    }
+
+    /// The follow sets of a few patterns: the whitespace and the literals
+    /// after it, or none where the pattern does not have that shape.
+    #[test]
+    fn follow_sets_of_patterns() {
+        let follow = |p: &str| {
+            let hir = parse(p).expect("parses");
+            let prefix = literal_sets(&hir).1;
+            follow_set(&hir, prefix.as_ref()).map(|f| {
+                let lits: Vec<String> = f
+                    .lits
+                    .iter()
+                    .map(|l| String::from_utf8_lossy(l).into())
+                    .collect();
+                (f.space, lits)
+            })
+        };
+        let lits = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(
+            follow(r"\b(?:to|in)\s+(?:every|each)\b"),
+            Some((true, lits(&["each", "every"])))
+        );
+        assert_eq!(follow(r"\bab\s*\bcd"), Some((false, lits(&["cd"]))));
+        assert_eq!(follow(r"\b(?:ba|z)?sh\s+<\("), Some((true, lits(&["<("]))));
+        // The prefix comes from more than the exact parts before the space.
+        assert_eq!(follow(r"(?:the\s+)?user\s+is"), None);
+        // No literal begins what follows, or it may begin with a space.
+        assert_eq!(follow(r"\bab\s+[a-z]+"), None);
+        assert_eq!(
+            follow(r"\bab\s+(?:cd)?ef"),
+            Some((true, lits(&["cdef", "ef"])))
+        );
+        assert_eq!(follow(r"\bab\s+(?:\s|cd)"), None);
+        // Not whitespace alone.
+        assert_eq!(follow(r"\bab[\s,]+cd"), None);
+        // Most of the built-in patterns that begin with common words have one.
+        let set = PatternSet::compile(PatternSet::builtin_sources()).expect("rules compile");
+        let n = set.follow.iter().flatten().count();
+        assert!(n * 4 > set.patterns, "{n} of {}", set.patterns);
+    }
+
+    /// Every match of a pattern with a follow set begins with a prefix
+    /// literal after which [`Follow::follows`] holds: patterns of that shape
+    /// built at random, over text of a few letters and whitespace.
+    #[test]
+    fn follow_sets_hold_for_every_match() {
+        use proptest::prelude::*;
+        let lead = proptest::sample::select(vec![
+            r"\bab",
+            "ab",
+            "(?:ab|b)",
+            r"\b(?:a|ba)?ca",
+            "(?:ab|abc)",
+            r"a\b",
+        ]);
+        let space = proptest::sample::select(vec![
+            r"\s", r"\s+", r"\s*", r"\s{2}", r"[ \t]+", r"\s?", r"\s+\b",
+        ]);
+        let next = proptest::sample::select(vec![
+            "a",
+            "ab",
+            "(?:ab|c)",
+            "(?:b|ca)+",
+            "[ab]c",
+            "(?:ab)?c",
+            r"b\b",
+            "(?:a|b c)",
+        ]);
+        let tail = proptest::sample::select(vec!["", "b", r"\s*a", "[abc]*", r"\b"]);
+        let (held, shaped) = (std::cell::Cell::new(0), std::cell::Cell::new(0));
+        proptest!(ProptestConfig::with_cases(1500), |(
+            parts in (lead, space, next, tail),
+            words in proptest::collection::vec(
+                proptest::sample::select(vec!["ab", "abc", "ca", "b", "c", "a", " ", "  ", "\t", "\n"]),
+                0..12,
+            ),
+        )| {
+            let text = words.concat();
+            let p = format!("{}{}{}{}", parts.0, parts.1, parts.2, parts.3);
+            let hir = parse(&p).expect("pattern parses");
+            let prefix = literal_sets(&hir).1;
+            let Some(follow) = follow_set(&hir, prefix.as_ref()) else {
+                return Ok(());
+            };
+            shaped.set(shaped.get() + 1);
+            let pre = prefix.expect("a follow set comes with a prefix set");
+            let re = meta_regex(&p).expect("pattern compiles");
+            let t = text.as_bytes();
+            for i in 0..=t.len() {
+                if re.search(&Input::new(&text).range(i..).anchored(Anchored::Yes)).is_none() {
+                    continue;
+                }
+                held.set(held.get() + 1);
+                prop_assert!(
+                    pre.iter().any(|l| t[i..].starts_with(l) && follow.follows(t, i + l.len())),
+                    "{p:?} matches at {i} of {text:?}, where no prefix literal of {pre:?} is followed by {follow:?}"
+                );
+            }
+        });
+        // Not vacuous: most patterns had a follow set, and matched often.
+        assert!(
+            shaped.get() > 700 && held.get() > 40,
+            "{} {}",
+            shaped.get(),
+            held.get()
+        );
     }
 
     #[test]
