@@ -920,6 +920,36 @@ fn parse(pattern: &str) -> Option<regex_syntax::hir::Hir> {
         .ok()
 }
 
+/// The top-level alternatives of a rule's pattern (`a|b` gives `a` and `b`;
+/// anything else, or a pattern that does not parse, is one alternative), each
+/// compiled, prefiltered and searched as a pattern of its own. A rule's match
+/// is the leftmost of its patterns' matches, the first pattern's among equals
+/// ([`PatternRule::find_gated`]), which is what the alternation's
+/// leftmost-first search finds. Split, each alternative gets prefix and gate
+/// literals of its own: an alternation of which one branch begins with a
+/// class (`\b[a-z0-9_]+\s+tool\s+...|\botherwise\s+...`) has no prefix
+/// set as a whole and was searched over the whole of every text that opened
+/// its gates; split, the other branches are tried only where their literals
+/// are, and the first is left to the regex engine's own inner-literal search.
+/// A pattern with a flag group (`(?i)`, `(?x)`) stays whole: a flag set in
+/// one alternative goes on into the next.
+fn top_alternatives(pattern: &str) -> Vec<&str> {
+    let flagged = pattern
+        .match_indices("(?")
+        .any(|(i, _)| !pattern[i + 2..].starts_with(':'));
+    if flagged {
+        return vec![pattern];
+    }
+    match &regex_syntax::ast::parse::Parser::new().parse(pattern) {
+        Ok(regex_syntax::ast::Ast::Alternation(a)) => a
+            .asts
+            .iter()
+            .map(|b| &pattern[b.span().start.offset..b.span().end.offset])
+            .collect(),
+        _ => vec![pattern],
+    }
+}
+
 /// Both literal sets of a pattern (as [`parse`]d): the required sets
 /// (`required_literals`), and the prefix literals, one of which begins every
 /// match of the pattern in text without [`left_out`] characters, each at
@@ -1215,9 +1245,16 @@ impl PatternSet {
             }
             let mut regexes = Vec::new();
             let first = patterns;
-            for p in &f.patterns {
+            // Each top-level alternative is a pattern of its own (see
+            // `top_alternatives`).
+            let branches = f.patterns.iter().flat_map(|p| {
+                top_alternatives(p.get_ref())
+                    .into_iter()
+                    .map(move |b| (p, b))
+            });
+            for (p, source) in branches {
                 // One parse for both analyses.
-                let hir = parse(p.get_ref());
+                let hir = parse(source);
                 let (gates, prefix) = hir.as_ref().map(literal_sets).unwrap_or_default();
                 need.push(gates.len() as u8);
                 for (j, set) in gates.into_iter().enumerate() {
@@ -1243,7 +1280,7 @@ impl PatternSet {
                 }
                 pattern_rule.push(rules.len() as u32);
                 patterns += 1;
-                regexes.push(Built::new(p.get_ref(), meta_regex, &origin).map_err(|e| {
+                regexes.push(Built::new(source, meta_regex, &origin).map_err(|e| {
                     RuleFileError::new(
                         &name,
                         &text,
@@ -2110,6 +2147,49 @@ mod tests {
             shaped.get(),
             held.get()
         );
+    }
+
+    /// Searching each top-level alternative on its own and keeping the
+    /// leftmost match, the first alternative's among equals, finds what the
+    /// whole alternation finds, on random alternations over text of a few
+    /// letters; flagged patterns stay whole.
+    #[test]
+    fn alternatives_searched_apart_find_the_same_match() {
+        use proptest::prelude::*;
+        assert_eq!(
+            top_alternatives(r"ab|c(?:d|e)|"),
+            vec!["ab", "c(?:d|e)", ""]
+        );
+        assert_eq!(top_alternatives(r"(?:ab|c)"), vec![r"(?:ab|c)"]);
+        assert_eq!(top_alternatives(r"(?x)a b|c"), vec![r"(?x)a b|c"]);
+        assert_eq!(top_alternatives(r"a|(?i)b"), vec![r"a|(?i)b"]);
+        assert_eq!(top_alternatives(r"a|("), vec![r"a|("]);
+        let leaf = proptest::sample::select(vec![
+            "a", "b", "ab", "ba", "[ab]", r"\s", r"\b", "a*", "b?", "(?:ab|a)", "c+",
+        ]);
+        let branch = proptest::collection::vec(leaf, 1..4).prop_map(|v| v.concat());
+        proptest!(ProptestConfig::with_cases(1500), |(
+            branches in proptest::collection::vec(branch, 2..5),
+            text in "[abc ]{0,20}",
+        )| {
+            let p = branches.join("|");
+            let parts = top_alternatives(&p);
+            prop_assert_eq!(&parts, &branches.iter().map(String::as_str).collect::<Vec<_>>());
+            let whole = meta_regex(&p).expect("compiles").find(text.as_str());
+            let mut best: Option<regex_automata::Match> = None;
+            for part in parts {
+                if let Some(m) = meta_regex(part).expect("compiles").find(text.as_str()) {
+                    if best.is_none_or(|b| m.start() < b.start()) {
+                        best = Some(m);
+                    }
+                }
+            }
+            prop_assert_eq!(
+                whole.map(|m| m.range()),
+                best.map(|m| m.range()),
+                "{:?} in {:?}", p, text
+            );
+        });
     }
 
     #[test]
