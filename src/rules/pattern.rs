@@ -478,6 +478,7 @@ const _: () = assert!(MAX_GATES <= 4);
 type Lits = Vec<Vec<u8>>;
 
 /// What [`lit_info`] knows about one sub-expression.
+#[derive(Clone)]
 struct LitInfo {
     /// Every string it matches, when that set is finite and small.
     exact: Option<Lits>,
@@ -661,70 +662,7 @@ fn lit_info(hir: &regex_syntax::hir::Hir) -> LitInfo {
                 nullable: None,
             }
         }
-        HirKind::Concat(subs) => {
-            // Every part is required. Runs of adjacent exact parts multiply
-            // out into longer literals; a part that is not exact (or a product
-            // that grows too big) ends the run. Keep the most selective sets.
-            let mut required = Vec::new();
-            let mut run: Option<Lits> = Some(vec![Vec::new()]);
-            let mut whole_exact = true;
-            // The prefix: exact parts multiply out from the start (`open`);
-            // the first part that is not exact (or too big) adds its own
-            // prefix and ends it. An optional part (`x?`) adds the literals
-            // that begin it to those that are complete (`closed`), and the
-            // prefix goes on past it, as if it matched nothing.
-            let mut open: Lits = vec![Vec::new()];
-            let mut closed: Lits = Vec::new();
-            let mut prefix_open = true;
-            for s in subs {
-                let info = lit_info(s);
-                if prefix_open {
-                    let fits = |n: usize| closed.len() + open.len() * n <= SET_LIMIT;
-                    match (&info.exact, &info.nullable, &info.prefix) {
-                        (Some(e), _, _) if fits(e.len()) => open = cross(&open, e),
-                        (None, Some(n), _) if fits(n.len()) => closed.extend(cross(&open, n)),
-                        (None, None, Some(p)) if fits(p.len()) => {
-                            closed.extend(cross(&open, p));
-                            open.clear();
-                            prefix_open = false;
-                        }
-                        _ => prefix_open = false,
-                    }
-                }
-                match info.exact {
-                    Some(e) => {
-                        run = Some(match run.take() {
-                            Some(r) if r.len() * e.len() <= SET_LIMIT => cross(&r, &e),
-                            Some(r) => {
-                                add_gate(&mut required, &r);
-                                whole_exact = false;
-                                e
-                            }
-                            None => e,
-                        });
-                    }
-                    None => {
-                        whole_exact = false;
-                        for g in &info.required {
-                            add_gate(&mut required, g);
-                        }
-                        if let Some(r) = run.take() {
-                            add_gate(&mut required, &r);
-                        }
-                    }
-                }
-            }
-            if let Some(r) = &run {
-                add_gate(&mut required, r);
-            }
-            closed.extend(open);
-            LitInfo {
-                exact: if whole_exact { run } else { None },
-                required,
-                prefix: Some(normalise_set(closed)),
-                nullable: None,
-            }
-        }
+        HirKind::Concat(subs) => concat_info(subs.iter().map(lit_info)),
         HirKind::Alternation(subs) => {
             let infos: Vec<LitInfo> = subs.iter().map(lit_info).collect();
             // Exact: the union of the branches' exact sets.
@@ -767,6 +705,71 @@ fn lit_info(hir: &regex_syntax::hir::Hir) -> LitInfo {
     }
 }
 
+/// The [`LitInfo`] of a concatenation, from those of its parts in order.
+fn concat_info(infos: impl IntoIterator<Item = LitInfo>) -> LitInfo {
+    // Every part is required. Runs of adjacent exact parts multiply
+    // out into longer literals; a part that is not exact (or a product
+    // that grows too big) ends the run. Keep the most selective sets.
+    let mut required = Vec::new();
+    let mut run: Option<Lits> = Some(vec![Vec::new()]);
+    let mut whole_exact = true;
+    // The prefix: exact parts multiply out from the start (`open`);
+    // the first part that is not exact (or too big) adds its own
+    // prefix and ends it. An optional part (`x?`) adds the literals
+    // that begin it to those that are complete (`closed`), and the
+    // prefix goes on past it, as if it matched nothing.
+    let mut open: Lits = vec![Vec::new()];
+    let mut closed: Lits = Vec::new();
+    let mut prefix_open = true;
+    for info in infos {
+        if prefix_open {
+            let fits = |n: usize| closed.len() + open.len() * n <= SET_LIMIT;
+            match (&info.exact, &info.nullable, &info.prefix) {
+                (Some(e), _, _) if fits(e.len()) => open = cross(&open, e),
+                (None, Some(n), _) if fits(n.len()) => closed.extend(cross(&open, n)),
+                (None, None, Some(p)) if fits(p.len()) => {
+                    closed.extend(cross(&open, p));
+                    open.clear();
+                    prefix_open = false;
+                }
+                _ => prefix_open = false,
+            }
+        }
+        match info.exact {
+            Some(e) => {
+                run = Some(match run.take() {
+                    Some(r) if r.len() * e.len() <= SET_LIMIT => cross(&r, &e),
+                    Some(r) => {
+                        add_gate(&mut required, &r);
+                        whole_exact = false;
+                        e
+                    }
+                    None => e,
+                });
+            }
+            None => {
+                whole_exact = false;
+                for g in &info.required {
+                    add_gate(&mut required, g);
+                }
+                if let Some(r) = run.take() {
+                    add_gate(&mut required, &r);
+                }
+            }
+        }
+    }
+    if let Some(r) = &run {
+        add_gate(&mut required, r);
+    }
+    closed.extend(open);
+    LitInfo {
+        exact: if whole_exact { run } else { None },
+        required,
+        prefix: Some(normalise_set(closed)),
+        nullable: None,
+    }
+}
+
 /// What must come right after a pattern's prefix literal, for a pattern
 /// that begins with exact parts and then whitespace, such as
 /// `\b(?:to|in)\s+(?:every|each)\s`: the whitespace, then one of the
@@ -792,10 +795,7 @@ impl Follow {
     /// more whitespace) is let through.
     fn follows(&self, text: &[u8], end: usize) -> bool {
         let rest = &text[end..];
-        let spaces = rest
-            .iter()
-            .take_while(|&&b| matches!(b, b'\t'..=b'\r' | b' '))
-            .count();
+        let spaces = rest.iter().take_while(|&&b| is_space_byte(b)).count();
         let Some(&b) = rest.get(spaces) else {
             return false;
         };
@@ -810,39 +810,32 @@ impl Follow {
     }
 }
 
-/// The [`Follow`] set of a pattern (as [`parse`]d) whose prefix set is
-/// `prefix`, if it has one: the pattern is a concatenation of exact parts
-/// (and look-arounds) whose product is the prefix set, then whitespace
-/// (`\s`, `\s+`, `\s*`), then (past look-arounds) a part that every match
-/// of which begins with one of a set of literals, none of them beginning with
-/// whitespace. So a match is a prefix literal, the whole run of whitespace
-/// after it, then one of those literals.
-fn follow_set(hir: &regex_syntax::hir::Hir, prefix: Option<&Lits>) -> Option<Follow> {
-    use regex_syntax::hir::HirKind;
-    let HirKind::Concat(subs) = hir.kind() else {
-        return None;
-    };
+/// The [`Follow`] set of a concatenation `subs` (with their [`LitInfo`]s),
+/// and the prefix literals it is for, if it has that shape: exact parts (and
+/// look-arounds) whose product is those literals, then whitespace (`\s`,
+/// `\s+`, `\s*`), then parts every match of which begins with one of a set
+/// of literals, none of them beginning with whitespace. So a match is one of
+/// the literals, the whole run of whitespace after it, then one of the
+/// others. [`literal_sets`] keeps it only when those literals are the
+/// pattern's prefix set.
+fn follow_set(subs: &[regex_syntax::hir::Hir], infos: &[LitInfo]) -> Option<(Lits, Follow)> {
     let ws = subs.iter().position(|s| whitespace_min(s).is_some())?;
     let mut lead: Lits = vec![Vec::new()];
-    for s in &subs[..ws] {
-        let e = lit_info(s).exact?;
+    for info in &infos[..ws] {
+        let e = info.exact.as_ref()?;
         if lead.len() * e.len() > SET_LIMIT {
             return None;
         }
-        lead = cross(&lead, &e);
-    }
-    if prefix != Some(&lead) {
-        return None;
+        lead = cross(&lead, e);
     }
     let space = whitespace_min(&subs[ws])? >= 1;
     // What follows as a whole (the parser flattens `e(?:very|ach)` into the
     // pattern's own concatenation).
-    let rest = regex_syntax::hir::Hir::concat(subs[ws + 1..].to_vec());
-    let lits = lit_info(&rest).prefix?;
+    let lits = concat_info(infos[ws + 1..].iter().cloned()).prefix?;
     let starts_with_space = |l: &Vec<u8>| {
-        String::from_utf8_lossy(l)
-            .chars()
-            .next()
+        std::str::from_utf8(l)
+            .ok()
+            .and_then(|s| s.chars().next())
             .is_none_or(char::is_whitespace)
     };
     if lits.is_empty() || lits.iter().any(starts_with_space) {
@@ -852,7 +845,13 @@ fn follow_set(hir: &regex_syntax::hir::Hir, prefix: Option<&Lits>) -> Option<Fol
     for l in &lits {
         first[usize::from(l[0] / 64)] |= 1 << (l[0] % 64);
     }
-    Some(Follow { space, first, lits })
+    Some((lead, Follow { space, first, lits }))
+}
+
+/// True for the ASCII bytes that `\s` matches (tab to carriage return, and
+/// space; `u8::is_ascii_whitespace` leaves out the vertical tab).
+fn is_space_byte(b: u8) -> bool {
+    matches!(b, b'\t'..=b'\r' | b' ')
 }
 
 /// The least number of whitespace characters `hir` matches, if it matches
@@ -871,7 +870,7 @@ fn whitespace_min(hir: &regex_syntax::hir::Hir) -> Option<u32> {
             !b.ranges().is_empty()
                 && b.ranges()
                     .iter()
-                    .all(|r| (r.start()..=r.end()).all(|x| matches!(x, b'\t'..=b'\r' | b' ')))
+                    .all(|r| (r.start()..=r.end()).all(is_space_byte))
         }
         _ => false,
     };
@@ -955,9 +954,17 @@ fn top_alternatives(pattern: &str) -> Vec<&str> {
 /// match of the pattern in text without [`left_out`] characters, each at
 /// least two bytes long (so the automaton of [`PatternSet::scan`] can find
 /// them); `None` when the pattern has no such set: it is then searched for
-/// over the whole text.
-fn literal_sets(hir: &regex_syntax::hir::Hir) -> (Vec<Lits>, Option<Lits>) {
-    let info = lit_info(hir);
+/// over the whole text; and the pattern's [`Follow`] set, if it has one.
+fn literal_sets(hir: &regex_syntax::hir::Hir) -> (Vec<Lits>, Option<Lits>, Option<Follow>) {
+    // A concatenation's parts are analysed once, for both.
+    let (info, follow) = match hir.kind() {
+        regex_syntax::hir::HirKind::Concat(subs) => {
+            let infos: Vec<LitInfo> = subs.iter().map(lit_info).collect();
+            let follow = follow_set(subs, &infos);
+            (concat_info(infos), follow)
+        }
+        _ => (lit_info(hir), None),
+    };
     let mut gates = info.required;
     // A two-byte literal (`to`, `in`, `is`) occurs in most text: beyond the
     // best gate, such a gate costs more automaton matches than it saves
@@ -970,7 +977,10 @@ fn literal_sets(hir: &regex_syntax::hir::Hir) -> (Vec<Lits>, Option<Lits>) {
         keep
     });
     let prefix = info.prefix.filter(|set| set.iter().all(|l| l.len() >= 2));
-    (gates, prefix)
+    let follow = follow
+        .filter(|(lead, _)| prefix.as_ref() == Some(lead))
+        .map(|(_, f)| f);
+    (gates, prefix, follow)
 }
 
 /// Literal sets required of every match of `pattern` (as compiled by
@@ -1255,7 +1265,8 @@ impl PatternSet {
             for (p, source) in branches {
                 // One parse for both analyses.
                 let hir = parse(source);
-                let (gates, prefix) = hir.as_ref().map(literal_sets).unwrap_or_default();
+                let (gates, prefix, pattern_follow) =
+                    hir.as_ref().map(literal_sets).unwrap_or_default();
                 need.push(gates.len() as u8);
                 for (j, set) in gates.into_iter().enumerate() {
                     let gate = gate_bit.len() as u32;
@@ -1270,7 +1281,7 @@ impl PatternSet {
                 }
                 has_prefix.push(prefix.is_some());
                 has_boundary.push(hir.as_ref().is_some_and(begins_at_boundary));
-                follow.push(hir.as_ref().and_then(|h| follow_set(h, prefix.as_ref())));
+                follow.push(pattern_follow);
                 for lit in prefix.into_iter().flatten() {
                     let i = *lit_index.entry(lit.clone()).or_insert_with(|| {
                         lits.push((lit, Vec::new(), Vec::new()));
@@ -2011,7 +2022,7 @@ mod tests {
             text in "[abc ]{0,30}",
         )| {
             let hir = parse(&p).expect("pattern parses");
-            let (gates, prefix) = literal_sets(&hir);
+            let (gates, prefix, _) = literal_sets(&hir);
             let bounded = begins_at_boundary(&hir);
             let re = meta_regex(&p).expect("pattern compiles");
             let t = text.as_bytes();
@@ -2048,8 +2059,7 @@ mod tests {
     fn follow_sets_of_patterns() {
         let follow = |p: &str| {
             let hir = parse(p).expect("parses");
-            let prefix = literal_sets(&hir).1;
-            follow_set(&hir, prefix.as_ref()).map(|f| {
+            literal_sets(&hir).2.map(|f| {
                 let lits: Vec<String> = f
                     .lits
                     .iter()
@@ -2121,8 +2131,8 @@ mod tests {
             let text = words.concat();
             let p = format!("{}{}{}{}", parts.0, parts.1, parts.2, parts.3);
             let hir = parse(&p).expect("pattern parses");
-            let prefix = literal_sets(&hir).1;
-            let Some(follow) = follow_set(&hir, prefix.as_ref()) else {
+            let (_, prefix, follow) = literal_sets(&hir);
+            let Some(follow) = follow else {
                 return Ok(());
             };
             shaped.set(shaped.get() + 1);
