@@ -11,7 +11,8 @@ rebuilt and compared byte for byte.
 
 Data (all in this repository or in ../shared/datasets, read in place):
   positives: the `bad_*` entries of tests/fixtures/rules/heldout*.json, except
-             heldout-17.json (kept out of training: it is the blind estimate),
+             heldout-17.json to heldout-19.json (kept out of training: the
+             blind estimates),
              and of rules/models/train-multilingual.json (140 attacks in 14
              languages other than English, written for training)
              and the families whose payload is not readable text (hidden content,
@@ -32,8 +33,8 @@ Data (all in this repository or in ../shared/datasets, read in place):
 
 Four-fold cross-validation over the real servers (a fold's servers left out of
 training) estimates the share of unseen real tools the model flags. `--blind`
-prints the recall on heldout-17.json, which no rule and no model was trained
-on: a measurement, not something to tune by.
+prints the recall on the files of BLIND, which no model was trained on: a
+measurement, not something to tune by.
 
 The tokeniser and the hashing are mirrored in src/rules/code/poisoning_like_sentence.rs;
 It also writes sentences with their tokens and scores for the Rust test that
@@ -78,7 +79,7 @@ MIN_CHARS = 8
 # of f32 did not).
 SCALE = 20
 # Never trained on: the blind estimate.
-BLIND = ("heldout-17.json",)
+BLIND = ("heldout-17.json", "heldout-18.json", "heldout-19.json")
 # Training data in languages other than English (bad_* and ok_* tools).
 MULTILINGUAL = os.path.join(ROOT, "rules/models/train-multilingual.json")
 # Families whose payload is not a sentence a reader sees.
