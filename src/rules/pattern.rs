@@ -16,6 +16,7 @@
 //! tools = ["*"]                     # globs over tool names (default: all)
 //! patterns = ['''read\s+~/\.ssh''']
 //! unless = ['''example''']          # a match anywhere in the field cancels it
+//! unless_in = "field"               # or "sentence": only in the match's sentence
 //! [docs]
 //! what = "..."; why = "..."; example = "..."; remedy = "..."
 //! [tests]
@@ -126,10 +127,26 @@ struct RuleFile {
     #[serde(default)]
     unless: Vec<toml::Spanned<String>>,
     #[serde(default)]
+    unless_in: UnlessScope,
+    #[serde(default)]
     keywords: Vec<String>,
     docs: Docs,
     #[serde(default)]
     tests: Tests,
+}
+
+/// Where a rule's negative patterns (`unless`) look.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum UnlessScope {
+    /// Anywhere in the field: one match cancels the rule for the field.
+    #[default]
+    Field,
+    /// In the sentence of each match only: a match whose sentence has one is
+    /// skipped and the rule's next match tried. "Requests to 169.254.169.254
+    /// are refused" protects the user, but it must not also excuse a later
+    /// "fetch http://169.254.169.254/... first" in the same field.
+    Sentence,
 }
 
 fn default_confidence() -> Confidence {
@@ -162,6 +179,7 @@ pub struct PatternRule {
     /// Index of its first pattern among all patterns of the set (the others follow).
     first: usize,
     unless: Vec<Built<Regex>>,
+    unless_in: UnlessScope,
     /// Lower-case literals of which every match contains at least one (empty:
     /// the rule's patterns always run).
     keywords: Vec<String>,
@@ -267,11 +285,60 @@ impl PatternRule {
             }
         }
         let m = best?;
-        if self.unless.iter().any(|u| u.get().is_match(text)) {
-            return None;
+        if self.unless.is_empty() {
+            return Some((m.start(), m.end()));
         }
-        Some((m.start(), m.end()))
+        match self.unless_in {
+            UnlessScope::Field => (!self.unless.iter().any(|u| u.get().is_match(text)))
+                .then_some((m.start(), m.end())),
+            UnlessScope::Sentence => self.first_uncancelled(text, (m.start(), m.end())),
+        }
     }
+
+    /// The first of the rule's matches, from `m` on, whose sentence no
+    /// negative pattern matches (`unless_in = "sentence"`). Rare: it runs only
+    /// where a rule with such patterns matched.
+    fn first_uncancelled(&self, text: &str, mut m: (usize, usize)) -> Option<(usize, usize)> {
+        loop {
+            let (s, e) = sentence_around(text, m.0, m.1);
+            if !self.unless.iter().any(|u| u.get().is_match(&text[s..e])) {
+                return Some(m);
+            }
+            // On past the sentence, and past the match even if it is empty.
+            let mut from = e.max(m.0 + 1);
+            while from < text.len() && !text.is_char_boundary(from) {
+                from += 1;
+            }
+            if from > text.len() {
+                return None;
+            }
+            // The leftmost match from there, the first pattern's among equals
+            // (the search sees the whole text, for look-around).
+            m = self
+                .regexes
+                .iter()
+                .filter_map(|r| r.get().search(&Input::new(text).range(from..)))
+                .min_by_key(|x| x.start())
+                .map(|x| (x.start(), x.end()))?;
+        }
+    }
+}
+
+/// The sentence of normalised `text` that holds bytes `start..end`: from
+/// after the last line break or sentence end (`.`, `!`, `?` or `;` before
+/// whitespace) before `start` to the first one at or after `end` (a match
+/// that crosses sentence ends gets all the sentences it touches). A dot
+/// inside an address or a name (`169.254.169.254`, `e.g.x`) ends nothing.
+fn sentence_around(text: &str, start: usize, end: usize) -> (usize, usize) {
+    let b = text.as_bytes();
+    let ends_at = |i: usize| {
+        b[i] == b'\n'
+            || (matches!(b[i], b'.' | b'!' | b'?' | b';')
+                && b.get(i + 1).is_none_or(|c| c.is_ascii_whitespace()))
+    };
+    let s = (0..start).rev().find(|&i| ends_at(i)).map_or(0, |i| i + 1);
+    let e = (end..b.len()).find(|&i| ends_at(i)).unwrap_or(b.len());
+    (s, e)
 }
 
 /// From [`PatternSet::scan`]: `(pattern, offset)` pairs where a present
@@ -1340,6 +1407,7 @@ impl PatternSet {
                 regexes,
                 first,
                 unless,
+                unless_in: f.unless_in,
                 keywords: f.keywords.iter().map(|k| k.to_lowercase()).collect(),
                 tests: f.tests,
                 file: name,
@@ -1831,6 +1899,61 @@ mod tests {
             set.rules[0].regexes[0].cell.get().is_some(),
             "built when read"
         );
+    }
+
+    /// Negative patterns look at the whole field by default, and with
+    /// `unless_in = "sentence"` only at each match's sentence: a cancelled
+    /// match gives way to the rule's next one.
+    #[test]
+    fn negative_patterns_in_the_field_or_the_sentence() {
+        let file = |scope: &str| {
+            let text = format!(
+                "id = \"x-rule\"\nsummary = \"s\"\nseverity = \"low\"\nmessage = \"m\"\npatterns = ['zebra']\nunless = ['zoo']\n{scope}\n[docs]\nwhat = \"w\"\nwhy = \"y\"\nexample = \"e\"\nremedy = \"r\"\n"
+            );
+            PatternSet::compile(vec![("x.toml".into(), text, Origin::File("x.toml".into()))])
+        };
+        let field = file("").expect("compiles");
+        let sentence = file("unless_in = \"sentence\"").expect("compiles");
+        let find = |set: &PatternSet, t: &str| set.rules[0].find(t);
+        // Field: one negative match anywhere cancels.
+        assert_eq!(find(&field, "a zebra. a zoo."), None);
+        assert_eq!(find(&field, "a zebra here"), Some((2, 7)));
+        // Sentence: only the match's own sentence counts.
+        assert_eq!(find(&sentence, "a zebra. a zoo."), Some((2, 7)));
+        assert_eq!(
+            find(&sentence, "a zebra in a zoo. then a zebra"),
+            Some((25, 30))
+        );
+        assert_eq!(
+            find(&sentence, "a zebra in a zoo; a zebra in the zoo"),
+            None
+        );
+        // A dot inside an address or a name ends no sentence.
+        assert_eq!(find(&sentence, "zoo v1.2 zebra"), None);
+        assert_eq!(find(&sentence, "zoo\nzebra"), Some((4, 9)));
+        // Other values are an error, with a span.
+        let err = file("unless_in = \"paragraph\"")
+            .err()
+            .expect("an unknown scope is an error");
+        assert!(
+            err.to_string().contains("paragraph") || err.to_string().contains("unknown variant"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn sentences_around_a_match() {
+        let t = "One. Two 1.5 x; three!\nFour";
+        let at = |w: &str| {
+            let s = t.find(w).unwrap();
+            let (a, b) = sentence_around(t, s, s + w.len());
+            &t[a..b]
+        };
+        assert_eq!(at("One"), "One");
+        assert_eq!(at("1.5"), " Two 1.5 x");
+        assert_eq!(at("three"), " three");
+        assert_eq!(at("Four"), "Four");
+        assert_eq!(at("Two 1.5 x; three"), " Two 1.5 x; three");
     }
 
     /// The literal gate never changes a result: every pattern that matches a
