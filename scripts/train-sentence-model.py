@@ -79,9 +79,10 @@ MIN_CHARS = 8
 # of f32 did not).
 SCALE = 20
 # Never trained on: the blind estimate.
-BLIND = ("heldout-17.json", "heldout-18.json", "heldout-19.json")
+BLIND = ("heldout-19.json",)
 # Training data in languages other than English (bad_* and ok_* tools).
-MULTILINGUAL = os.path.join(ROOT, "rules/models/train-multilingual.json")
+MULTILINGUAL = [os.path.join(ROOT, "rules/models/train-multilingual.json"),
+                os.path.join(ROOT, "rules/models/train-multilingual-2.json")]
 # Families whose payload is not a sentence a reader sees.
 NOT_TEXT = ("hidden", "integrity", "zero", "tag", "ansi", "padding", "b64", "undocumented")
 NOT_TEXT_ATTACKS = ("ansi_escape", "name_collision", "schema_inconsistency")
@@ -384,7 +385,7 @@ def main():
         # Training on less data would give another model, and --check would ask
         # for the good one to be overwritten.
         sys.exit(f"no datasets at {a.datasets} (benign/*.json and poisoned/*.json)")
-    base = heldout_bags(train_heldout + [MULTILINGUAL]) + poisoned_bags(os.path.join(a.datasets, "poisoned")) + no_match_bags()
+    base = heldout_bags(train_heldout + MULTILINGUAL) + poisoned_bags(os.path.join(a.datasets, "poisoned")) + no_match_bags()
     blind_files = [f for f in heldout if os.path.basename(f) in BLIND]
 
     if a.cv:
