@@ -325,16 +325,43 @@ impl PatternRule {
 }
 
 /// The sentence of normalised `text` that holds bytes `start..end`: from
-/// after the last line break or sentence end (`.`, `!`, `?` or `;` before
-/// whitespace) before `start` to the first one at or after `end` (a match
+/// after the last sentence end (`.`, `!`, `?` or `;` before whitespace, or a
+/// line break before a blank line or a list item) before `start` to the
+/// first one at or after `end` (a match
 /// that crosses sentence ends gets all the sentences it touches). A dot
-/// inside an address or a name (`169.254.169.254`, `e.g.x`) ends nothing.
+/// inside an address or a name (`169.254.169.254`, `e.g.x`) ends nothing,
+/// nor does an ellipsis (`curl ... | sh`).
 fn sentence_around(text: &str, start: usize, end: usize) -> (usize, usize) {
     let b = text.as_bytes();
+    // A line break ends a sentence only before a blank line or a list item,
+    // or after a list item: descriptions are often wrapped mid-sentence
+    // ("Never tell a user a message\nwas scheduled").
+    let item_at = |mut j: usize| {
+        while j < b.len() && matches!(b[j], b' ' | b'\t' | b'\r') {
+            j += 1;
+        }
+        j < b.len()
+            && (matches!(b[j], b'-' | b'*' | b'+' | b'#' | b'|' | b'>')
+                || b[j..].starts_with("•".as_bytes())
+                || (b[j].is_ascii_digit() && matches!(b.get(j + 1), Some(b'.' | b')'))))
+    };
+    let breaks_line = |i: usize| {
+        let mut j = i + 1;
+        while j < b.len() && matches!(b[j], b' ' | b'\t' | b'\r') {
+            j += 1;
+        }
+        let line_start = b[..i]
+            .iter()
+            .rposition(|&c| c == b'\n')
+            .map_or(0, |k| k + 1);
+        j >= b.len() || b[j] == b'\n' || item_at(j) || item_at(line_start)
+    };
     let ends_at = |i: usize| {
-        b[i] == b'\n'
+        (b[i] == b'\n' && breaks_line(i))
             || (matches!(b[i], b'.' | b'!' | b'?' | b';')
-                && b.get(i + 1).is_none_or(|c| c.is_ascii_whitespace()))
+                && b.get(i + 1).is_none_or(|c| c.is_ascii_whitespace())
+                // An ellipsis ("curl ... | sh") goes on.
+                && !(b[i] == b'.' && i > 0 && b[i - 1] == b'.'))
     };
     let s = (0..start).rev().find(|&i| ends_at(i)).map_or(0, |i| i + 1);
     let e = (end..b.len()).find(|&i| ends_at(i)).unwrap_or(b.len());
@@ -1930,7 +1957,10 @@ mod tests {
         );
         // A dot inside an address or a name ends no sentence.
         assert_eq!(find(&sentence, "zoo v1.2 zebra"), None);
-        assert_eq!(find(&sentence, "zoo\nzebra"), Some((4, 9)));
+        assert_eq!(find(&sentence, "zoo\n\nzebra"), Some((5, 10)));
+        assert_eq!(find(&sentence, "zoo\n- zebra"), Some((6, 11)));
+        // A wrapped line goes on.
+        assert_eq!(find(&sentence, "a zoo\nzebra"), None);
         // Other values are an error, with a span.
         let err = file("unless_in = \"paragraph\"")
             .err()
@@ -1943,7 +1973,8 @@ mod tests {
 
     #[test]
     fn sentences_around_a_match() {
-        let t = "One. Two 1.5 x; three!\nFour";
+        let t =
+            "One. Two 1.5 x; three!\nFour ... five. Six\nwrapped\n\nSeven\n- eight\n2. nine\nten";
         let at = |w: &str| {
             let s = t.find(w).unwrap();
             let (a, b) = sentence_around(t, s, s + w.len());
@@ -1952,7 +1983,12 @@ mod tests {
         assert_eq!(at("One"), "One");
         assert_eq!(at("1.5"), " Two 1.5 x");
         assert_eq!(at("three"), " three");
-        assert_eq!(at("Four"), "Four");
+        assert_eq!(at("Four"), "\nFour ... five");
+        assert_eq!(at("Six"), " Six\nwrapped");
+        assert_eq!(at("Seven"), "\nSeven");
+        assert_eq!(at("eight"), "- eight");
+        assert_eq!(at("nine"), " nine");
+        assert_eq!(at("ten"), "ten");
         assert_eq!(at("Two 1.5 x; three"), " Two 1.5 x; three");
     }
 
