@@ -6,7 +6,8 @@ The model is a logistic regression over the words and word pairs of one sentence
 poisoned tool is a bag of sentences of which at least one is the payload (the
 sentence the model currently scores highest takes the update), and every
 sentence of a benign tool is a negative. Pure Python, no third-party packages,
-and deterministic (fixed seed, sorted inputs), so the committed model can be
+and deterministic (sorted inputs, a content-keyed order of updates, a fixed seed
+for the cross-validation folds), so the committed model can be
 rebuilt and compared byte for byte.
 
 Data (all in this repository or in ../shared/datasets, read in place):
@@ -55,6 +56,7 @@ import random
 import sys
 import tomllib
 import unicodedata
+import zlib
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MODEL = os.path.join(ROOT, "rules/models/poisoning-like-sentence.tsv")
@@ -336,15 +338,20 @@ def review_bags():
 def train(data):
     w = [0.0] * BUCKETS
     bias = BIAS0
-    rng = random.Random(SEED)
     data = [d for d in data if d[1]]
+    # Each epoch visits the examples in an order keyed by their content, not
+    # a shuffle of the whole list: adding or removing a few examples then
+    # leaves everyone else's place alone. With a shuffle, four more
+    # must-not-match cases reordered every update and flipped 24 to 29 review
+    # lines and training attacks; keyed, 2 (measured in the nineteenth session).
+    keys = [zlib.crc32(repr((y, fss)).encode()) for y, fss, _ in data]
 
     def score(fs):
         return bias + sum(w[i] for i in fs)
 
-    for _ in range(EPOCHS):
-        rng.shuffle(data)
-        for y, fss, _ in data:
+    for epoch in range(EPOCHS):
+        order = sorted(range(len(data)), key=lambda i: (zlib.crc32(b"%d:%d" % (epoch, keys[i])), i))
+        for y, fss, _ in (data[i] for i in order):
             if y:
                 best = max(range(len(fss)), key=lambda k: score(fss[k]))
                 todo = [(1, fss[best])]

@@ -958,7 +958,7 @@ const HELDOUT_KNOWN_MISSES: &[(&str, &str, &str)] = &[
 
 /// Held-out misses with every rule on. The learned rule was trained on every
 /// held-out file but `heldout-19.json` and `heldout-20.json`, so the others
-/// are caught in full but for four.
+/// are caught in full but for one.
 const HELDOUT_MISSES: &[(&str, &str, &str)] = &[
     (
         "heldout-19.json",
@@ -1001,24 +1001,9 @@ const HELDOUT_MISSES: &[(&str, &str, &str)] = &[
         "Polish: the request to paste `.env` sits in a parameter's `examples` (blind: the text was not read, the reason is from its writer's one-line summary)",
     ),
     (
-        "heldout-9.json",
-        "bad_directive_fake_user",
-        "training data, under the threshold since the nineteenth session's last retraining (the model moves with small changes of its negatives)",
-    ),
-    (
-        "heldout-9.json",
-        "bad_conceal_en_cover",
-        "training data, under the threshold since the nineteenth session's last retraining (the model moves with small changes of its negatives); 'say only that the sync finished; the export ... is not something to discuss'",
-    ),
-    (
-        "heldout-11.json",
-        "bad_conceal_cs_preklad",
-        "training data, under the threshold since the nineteenth session's last retraining (the model moves with small changes of its negatives)",
-    ),
-    (
         "heldout-14.json",
         "bad_cmd_lint_fix",
-        "training data, under the threshold since the nineteenth session's last retraining (the model moves with small changes of its negatives)",
+        "training data, under the threshold since the nineteenth session's retrainings",
     ),
     (
         "heldout-20.json",
@@ -1028,11 +1013,6 @@ const HELDOUT_MISSES: &[(&str, &str, &str)] = &[
     (
         "heldout-20.json",
         "bad_secret_aws_cost_estimate",
-        "blind, never tuned on nor trained on: the text was not read",
-    ),
-    (
-        "heldout-20.json",
-        "bad_xtool_fx_rate_routing",
         "blind, never tuned on nor trained on: the text was not read",
     ),
     (
