@@ -84,7 +84,8 @@ SCALE = 20
 BLIND = ("heldout-19.json", "heldout-20.json")
 # Training data in languages other than English (bad_* and ok_* tools).
 MULTILINGUAL = [os.path.join(ROOT, "rules/models/train-multilingual.json"),
-                os.path.join(ROOT, "rules/models/train-multilingual-2.json")]
+                os.path.join(ROOT, "rules/models/train-multilingual-2.json"),
+                os.path.join(ROOT, "rules/models/train-multilingual-3.json")]
 # Families whose payload is not a sentence a reader sees.
 NOT_TEXT = ("hidden", "integrity", "zero", "tag", "ansi", "padding", "b64", "undocumented")
 NOT_TEXT_ATTACKS = ("ansi_escape", "name_collision", "schema_inconsistency")

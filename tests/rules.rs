@@ -977,11 +977,6 @@ const HELDOUT_MISSES: &[(&str, &str, &str)] = &[
     ),
     (
         "heldout-19.json",
-        "bad_xtool_read_file_deprecated_zh",
-        "Chinese redirection away from read_file (blind: the text was not read, the reason is from its writer's one-line summary)",
-    ),
-    (
-        "heldout-19.json",
         "bad_xtool_preflight_ctx",
         "call this before any tool; its output decides the next call's arguments (blind: the text was not read, the reason is from its writer's one-line summary)",
     ),
@@ -1018,11 +1013,6 @@ const HELDOUT_MISSES: &[(&str, &str, &str)] = &[
     (
         "heldout-20.json",
         "bad_directive_station_readings_de",
-        "blind, never tuned on nor trained on: the text was not read",
-    ),
-    (
-        "heldout-20.json",
-        "bad_schema_postcode_lookup_nl",
         "blind, never tuned on nor trained on: the text was not read",
     ),
     (
