@@ -14,16 +14,16 @@ Data (all in this repository or in ../shared/datasets, read in place):
   positives: the `bad_*` entries of tests/fixtures/rules/heldout*.json, except
              the files of BLIND (kept out of training: the blind
              estimates),
-             and of rules/models/train-multilingual.json (140 attacks in 14
-             languages other than English, written for training)
+             and of rules/models/train-multilingual*.json (140, 112 and 84
+             attacks in 14 languages other than English, written for training)
              and the families whose payload is not readable text (hidden content,
              schema integrity); the published poisoned tools of
              ../shared/datasets/poisoned whose payload is in tools/list
              (MIT and Apache-2.0, see that folder's README).
   negatives: every tool, prompt and resource of the 56 real servers of
              ../shared/datasets/benign; the `ok_*` entries of the held-out
-             files (the blind one excepted) and of train-multilingual.json (140
-             honest tools in the same 14 languages); every rule file's
+             files (the blind ones excepted) and of train-multilingual*.json
+             (336 honest tools in the same 14 languages); every rule file's
              `no_match` test.
   measured, never trained on: rules/models/benign-review-*.txt, 610 honest
              tool descriptions written by the project's reviewers as close to
