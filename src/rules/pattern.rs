@@ -325,36 +325,37 @@ impl PatternRule {
 }
 
 /// The sentence of normalised `text` that holds bytes `start..end`: from
-/// after the last sentence end (`.`, `!`, `?` or `;` before whitespace, or a
-/// line break before a blank line or a list item) before `start` to the
-/// first one at or after `end` (a match
-/// that crosses sentence ends gets all the sentences it touches). A dot
-/// inside an address or a name (`169.254.169.254`, `e.g.x`) ends nothing,
-/// nor does an ellipsis (`curl ... | sh`).
+/// after the last sentence end before `start` to the first one at or after
+/// `end` (a match that crosses sentence ends gets all the sentences it
+/// touches). A sentence ends at `.`, `!`, `?` or `;` before whitespace, and at
+/// a line break before a blank line or around a list item. A dot inside an
+/// address or a name (`169.254.169.254`, `e.g.x`) ends nothing, nor does an
+/// ellipsis (`curl ... | sh`).
 fn sentence_around(text: &str, start: usize, end: usize) -> (usize, usize) {
     let b = text.as_bytes();
-    // A line break ends a sentence only before a blank line or a list item,
-    // or after a list item: descriptions are often wrapped mid-sentence
-    // ("Never tell a user a message\nwas scheduled").
-    let item_at = |mut j: usize| {
+    // Past spaces and tabs from `j`.
+    let skip_blanks = |mut j: usize| {
         while j < b.len() && matches!(b[j], b' ' | b'\t' | b'\r') {
             j += 1;
         }
+        j
+    };
+    let item_at = |j: usize| {
+        let j = skip_blanks(j);
         j < b.len()
             && (matches!(b[j], b'-' | b'*' | b'+' | b'#' | b'|' | b'>')
                 || b[j..].starts_with("•".as_bytes())
                 || (b[j].is_ascii_digit() && matches!(b.get(j + 1), Some(b'.' | b')'))))
     };
+    // Descriptions are often wrapped mid-sentence ("Never tell a user a
+    // message\nwas scheduled"): a line break alone goes on.
     let breaks_line = |i: usize| {
-        let mut j = i + 1;
-        while j < b.len() && matches!(b[j], b' ' | b'\t' | b'\r') {
-            j += 1;
-        }
+        let next = skip_blanks(i + 1);
         let line_start = b[..i]
             .iter()
             .rposition(|&c| c == b'\n')
             .map_or(0, |k| k + 1);
-        j >= b.len() || b[j] == b'\n' || item_at(j) || item_at(line_start)
+        next >= b.len() || b[next] == b'\n' || item_at(next) || item_at(line_start)
     };
     let ends_at = |i: usize| {
         (b[i] == b'\n' && breaks_line(i))
