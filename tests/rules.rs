@@ -983,6 +983,11 @@ const HELDOUT_MISSES: &[(&str, &str, &str)] = &[
     ),
     (
         "heldout-19.json",
+        "bad_xtool_read_file_deprecated_zh",
+        "Chinese: another server's file tools said to be deprecated; caught by the learned rule alone until its retraining with Chinese must-not-match cases (2026-12-02) (blind: the text was not read)",
+    ),
+    (
+        "heldout-19.json",
         "bad_xtool_preflight_ctx",
         "call this before any tool; its output decides the next call's arguments (blind: the text was not read, the reason is from its writer's one-line summary)",
     ),
@@ -1082,11 +1087,7 @@ const HELDOUT_MISSES: &[(&str, &str, &str)] = &[
 /// on, these and `HELDOUT_KNOWN_FLAGGED` are flagged.
 /// (`heldout-13.json`'s ssh config parser was, until the thirteenth
 /// session's retraining.)
-const HELDOUT_MODEL_FLAGGED: &[(&str, &str, &str)] = &[(
-    "heldout-22.json",
-    "ok_search_result_feedback",
-    "a feedback parameter with explicit limits on what goes in it (blind: the text was not read, the reason is from its writer's one-line summary)",
-)];
+const HELDOUT_MODEL_FLAGGED: &[(&str, &str, &str)] = &[];
 
 /// Benign held-out entries that get a medium or high finding without the
 /// learned rule (file, tool, reason): false positives found by a file never
