@@ -83,9 +83,10 @@ SCALE = 20
 # Never trained on: the blind estimate.
 BLIND = ("heldout-19.json", "heldout-20.json", "heldout-22.json")
 # Training data in languages other than English (bad_* and ok_* tools).
-MULTILINGUAL = [os.path.join(ROOT, "rules/models/train-multilingual.json"),
-                os.path.join(ROOT, "rules/models/train-multilingual-2.json"),
-                os.path.join(ROOT, "rules/models/train-multilingual-3.json")]
+# Every train-multilingual*.json, the unnumbered first, then by number (the
+# order the updates' tie-break sees).
+MULTILINGUAL = sorted(glob.glob(os.path.join(ROOT, "rules/models/train-multilingual*.json")),
+                      key=lambda p: (len(p), p))
 # Families whose payload is not a sentence a reader sees.
 NOT_TEXT = ("hidden", "integrity", "zero", "tag", "ansi", "padding", "b64", "undocumented")
 NOT_TEXT_ATTACKS = ("ansi_escape", "name_collision", "schema_inconsistency")
