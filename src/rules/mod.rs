@@ -5,6 +5,7 @@ pub mod code;
 pub mod config;
 pub mod decoded;
 pub mod engine;
+pub mod fragment;
 pub mod literal_dfa;
 pub mod memo;
 pub mod normalize;

@@ -14,7 +14,8 @@
 //! help = "Tools never need the user's keys; remove the request."
 //! applies_to = ["tools/*/**", "prompts/**"]   # globs over field paths (default: all)
 //! tools = ["*"]                     # globs over tool names (default: all)
-//! patterns = ['''read\s+~/\.ssh''']
+//! fragments.key = '''\.ssh/id_\w+|\.netrc'''  # named pieces, used as (?&key)
+//! patterns = ['''read\s+~/\.ssh''', '''paste\s+(?&key)''']
 //! unless = ['''example''']          # a match anywhere in the field cancels it
 //! unless_in = "field"               # or "sentence": only in the match's sentence
 //! [docs]
@@ -27,6 +28,11 @@
 //! Patterns are Rust regexes, matched case-insensitively against the
 //! normalised text (see [`crate::rules::normalize`]): write them without accents
 //! and expect look-alike letters to be folded already.
+//!
+//! `fragments` name pieces of regex that several patterns (or negative
+//! patterns) of the file share; `(?&name)` inserts one as a group (see
+//! [`crate::rules::fragment`]). A regex error, in a pattern or a fragment, is
+//! reported at its exact bytes in the file.
 //!
 //! `keywords` (gitleaks' idea) are lower-case literals of which every match
 //! contains at least one; a rule whose keywords are all absent from a field
@@ -56,6 +62,7 @@ use serde::Deserialize;
 
 use crate::finding::{Confidence, Severity};
 use crate::rules::engine::{Docs, Field, Origin, RuleMeta, Scope, Sink};
+use crate::rules::fragment::{Expanded, FragmentError, Fragments};
 use crate::rules::literal_dfa::LiteralDfa;
 use crate::rules::normalize::{
     folded_away, normalize, HiddenKind, Normalized, PackedRuns, RunCounter,
@@ -130,6 +137,10 @@ struct RuleFile {
     unless_in: UnlessScope,
     #[serde(default)]
     keywords: Vec<String>,
+    /// Named regex pieces that patterns use as `(?&name)` (see
+    /// [`crate::rules::fragment`]).
+    #[serde(default)]
+    fragments: std::collections::BTreeMap<toml::Spanned<String>, toml::Spanned<String>>,
     docs: Docs,
     #[serde(default)]
     tests: Tests,
@@ -1348,18 +1359,61 @@ impl PatternSet {
                     "",
                 ));
             }
+            let file_error = |e: FragmentError| {
+                RuleFileError::new(&name, &text, Some(e.span), e.message, e.label)
+            };
+            let fragments = Fragments::new(
+                &text,
+                f.fragments.iter().map(|(k, v)| {
+                    (
+                        k.get_ref().as_str(),
+                        k.span(),
+                        v.get_ref().as_str(),
+                        v.span(),
+                    )
+                }),
+            )
+            .map_err(file_error)?;
+            fragments.check().map_err(file_error)?;
+            let expand = |p: &toml::Spanned<String>| {
+                fragments.expand(p.get_ref(), p.span()).map_err(file_error)
+            };
+            // A pattern that does not compile: its syntax error at the
+            // file's bytes, or else (too big a program) the whole pattern.
+            let regex_error = |p: &toml::Spanned<String>, e: &Expanded, err: regex::Error| {
+                let (span, message) = e
+                    .syntax_error()
+                    .unwrap_or_else(|| (p.span(), format!("bad regex: {err}")));
+                RuleFileError::new(&name, &text, Some(span), message, "here")
+            };
+            let expanded = f
+                .patterns
+                .iter()
+                .map(expand)
+                .collect::<Result<Vec<_>, _>>()?;
             let mut regexes = Vec::new();
             let first = patterns;
             // Each top-level alternative is a pattern of its own (see
             // `top_alternatives`).
-            let branches = f.patterns.iter().flat_map(|p| {
-                top_alternatives(p.get_ref())
+            let branches = f.patterns.iter().zip(&expanded).flat_map(|(p, e)| {
+                top_alternatives(&e.text)
                     .into_iter()
-                    .map(move |b| (p, b))
+                    .map(move |b| (p, e, b))
             });
-            for (p, source) in branches {
+            for (p, e, source) in branches {
                 // One parse for both analyses.
                 let hir = parse(source);
+                if hir.is_none() {
+                    if let Some((span, message)) = e.syntax_error() {
+                        return Err(RuleFileError::new(
+                            &name,
+                            &text,
+                            Some(span),
+                            message,
+                            "here",
+                        ));
+                    }
+                }
                 let (gates, prefix, pattern_follow) =
                     hir.as_ref().map(literal_sets).unwrap_or_default();
                 need.push(gates.len() as u8);
@@ -1386,27 +1440,17 @@ impl PatternSet {
                 }
                 pattern_rule.push(rules.len() as u32);
                 patterns += 1;
-                regexes.push(Built::new(source, meta_regex, &origin).map_err(|e| {
-                    RuleFileError::new(
-                        &name,
-                        &text,
-                        Some(p.span()),
-                        format!("bad regex: {e}"),
-                        "this pattern",
-                    )
-                })?);
+                regexes.push(
+                    Built::new(source, meta_regex, &origin)
+                        .map_err(|err| regex_error(p, e, err))?,
+                );
             }
             let mut unless = Vec::new();
             for p in &f.unless {
-                unless.push(Built::new(p.get_ref(), regex, &origin).map_err(|e| {
-                    RuleFileError::new(
-                        &name,
-                        &text,
-                        Some(p.span()),
-                        format!("bad regex: {e}"),
-                        "this pattern",
-                    )
-                })?);
+                let e = expand(p)?;
+                unless.push(
+                    Built::new(&e.text, regex, &origin).map_err(|err| regex_error(p, &e, err))?,
+                );
             }
             let (applies, applies_globs) = glob_set(&name, &text, &f.applies_to)?.unzip();
             let (tools, tools_globs) = glob_set(&name, &text, &f.tools)?.unzip();
