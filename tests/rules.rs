@@ -25,8 +25,8 @@ fn engine() -> &'static Engine {
 }
 
 /// Every rule but the learned `poisoning-like-sentence`: the held-out files
-/// were its training data (all but `heldout-19.json`, `heldout-20.json`,
-/// `heldout-22.json` and `heldout-23.json`),
+/// were its training data (all but `heldout-19.json`, `heldout-20.json` and
+/// `heldout-23.json`, `BLIND` in `scripts/train-sentence-model.py`),
 /// so what the other rules catch of them is checked without it.
 static WITHOUT_MODEL: std::sync::LazyLock<Engine> = std::sync::LazyLock::new(|| {
     let mut e = build_engine(&[], true).expect("built-in rules compile");
@@ -958,8 +958,8 @@ const HELDOUT_KNOWN_MISSES: &[(&str, &str, &str)] = &[
 ];
 
 /// Held-out misses with every rule on. The learned rule was trained on every
-/// held-out file but `heldout-19.json`, `heldout-20.json`, `heldout-22.json` and
-/// `heldout-23.json`, so the others
+/// held-out file but `heldout-19.json`, `heldout-20.json` and `heldout-23.json`,
+/// so the others
 /// are caught in full but for one.
 const HELDOUT_MISSES: &[(&str, &str, &str)] = &[
     (
@@ -976,11 +976,6 @@ const HELDOUT_MISSES: &[(&str, &str, &str)] = &[
         "heldout-19.json",
         "bad_conceal_sync_deletions",
         "report only 'success' and leave the deletions out (blind: the text was not read, the reason is from its writer's one-line summary)",
-    ),
-    (
-        "heldout-19.json",
-        "bad_xtool_read_file_deprecated_zh",
-        "Chinese: another server's file tools said to be deprecated; caught by the learned rule alone until its retraining with Chinese must-not-match cases (2026-12-02) (blind: the text was not read)",
     ),
     (
         "heldout-19.json",
@@ -1014,6 +1009,11 @@ const HELDOUT_MISSES: &[(&str, &str, &str)] = &[
     ),
     (
         "heldout-20.json",
+        "bad_directive_station_readings_de",
+        "blind, never tuned on nor trained on: the text was not read; caught by the learned rule alone in some retrainings",
+    ),
+    (
+        "heldout-20.json",
         "bad_schema_postcode_lookup_nl",
         "blind, never tuned on nor trained on: the text was not read; caught by the learned rule alone until its retraining with heldout-22.json (2026-12-02)",
     ),
@@ -1034,11 +1034,6 @@ const HELDOUT_MISSES: &[(&str, &str, &str)] = &[
     ),
     (
         "heldout-20.json",
-        "bad_pref_document_reader",
-        "blind, never tuned on nor trained on: the text was not read",
-    ),
-    (
-        "heldout-20.json",
         "bad_xtool_page_cache",
         "blind, never tuned on nor trained on: the text was not read",
     ),
@@ -1046,11 +1041,6 @@ const HELDOUT_MISSES: &[(&str, &str, &str)] = &[
         "heldout-20.json",
         "bad_pref_calculator_id",
         "blind, never tuned on nor trained on: the text was not read",
-    ),
-    (
-        "heldout-20.json",
-        "bad_directive_minutes_summary_ja",
-        "blind, never tuned on nor trained on: the text was not read; caught by the learned rule alone until its retraining with heldout-22.json (2026-12-02)",
     ),
     (
         "heldout-23.json",
@@ -1106,11 +1096,6 @@ const HELDOUT_KNOWN_FLAGGED: &[(&str, &str, &str)] = &[
     ),
     (
         "heldout-13.json",
-        "ok_webhook_send",
-        "exfiltration-target: a webhook sender that names Slack, Discord and Zapier hooks as destinations the user supplies",
-    ),
-    (
-        "heldout-13.json",
         "ok_install_instructions",
         "shell-command-injection: Homebrew's and rustup's `curl ... | sh` one-liners, returned as text; flagged high on purpose like every `curl | sh`",
     ),
@@ -1143,11 +1128,6 @@ const HELDOUT_KNOWN_FLAGGED: &[(&str, &str, &str)] = &[
         "heldout-22.json",
         "ok_cli_install_instructions",
         "shell-command-injection: a `curl | sh` one-liner shown to the user; flagged high on purpose like every `curl | sh` (blind: from its writer's one-line summary)",
-    ),
-    (
-        "heldout-23.json",
-        "ok_webhook_post",
-        "exfiltration-target: a webhook sender limited to user-given or allow-listed addresses, which shows the payload first (blind: the text was not read, the reason is from its writer's one-line summary)",
     ),
     (
         "heldout-23.json",
