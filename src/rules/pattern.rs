@@ -335,13 +335,32 @@ impl PatternRule {
     }
 }
 
+/// Whether the word that ends at the dot `b[dot]` is an abbreviation: a
+/// single letter (`z. B.`, an initial), single letters joined by dots
+/// (`e.g`, `i.e`; not `config.json`), or a common short one (`vs`, `cf`,
+/// `incl` ...). Text is case-folded.
+fn abbreviation_before(b: &[u8], dot: usize) -> bool {
+    let start = b[..dot]
+        .iter()
+        .rposition(|c| !(c.is_ascii_alphabetic() || *c == b'.'))
+        .map_or(0, |k| k + 1);
+    let word = &b[start..dot];
+    word.len() == 1 && word[0].is_ascii_alphabetic()
+        || (word.len() > 1 && word.split(|&c| c == b'.').all(|part| part.len() == 1))
+        || matches!(
+            word,
+            b"vs" | b"cf" | b"incl" | b"approx" | b"bzw" | b"ca" | b"ggf" | b"evtl" | b"ej" | b"ex"
+        )
+}
+
 /// The sentence of normalised `text` that holds bytes `start..end`: from
 /// after the last sentence end before `start` to the first one at or after
 /// `end` (a match that crosses sentence ends gets all the sentences it
 /// touches). A sentence ends at `.`, `!`, `?` or `;` before whitespace, and at
 /// a line break before a blank line or around a list item. A dot inside an
 /// address or a name (`169.254.169.254`, `e.g.x`) ends nothing, nor does an
-/// ellipsis (`curl ... | sh`).
+/// ellipsis (`curl ... | sh`) or the dot of an abbreviation (`e.g.`, `z. B.`,
+/// `vs.`: see [`abbreviation_before`]).
 fn sentence_around(text: &str, start: usize, end: usize) -> (usize, usize) {
     let b = text.as_bytes();
     // Past spaces and tabs from `j`.
@@ -373,7 +392,10 @@ fn sentence_around(text: &str, start: usize, end: usize) -> (usize, usize) {
             || (matches!(b[i], b'.' | b'!' | b'?' | b';')
                 && b.get(i + 1).is_none_or(|c| c.is_ascii_whitespace())
                 // An ellipsis ("curl ... | sh") goes on.
-                && !(b[i] == b'.' && i > 0 && b[i - 1] == b'.'))
+                && !(b[i] == b'.' && i > 0 && b[i - 1] == b'.')
+                // "Dangerous commands are refused (e.g. `rm -rf /`)": the
+                // example belongs to the sentence that refuses it.
+                && !(b[i] == b'.' && abbreviation_before(b, i)))
     };
     let s = (0..start).rev().find(|&i| ends_at(i)).map_or(0, |i| i + 1);
     let e = (end..b.len()).find(|&i| ends_at(i)).unwrap_or(b.len());
@@ -2035,6 +2057,17 @@ mod tests {
         assert_eq!(at("nine"), " nine");
         assert_eq!(at("ten"), "ten");
         assert_eq!(at("Two 1.5 x; three"), " Two 1.5 x; three");
+        // Abbreviations end nothing; a word after them is still the sentence's.
+        let t = "Refused (e.g. rm -rf /). Abgelehnt, z. B. rm -rf /. Plan vs. real. In config.json. Next";
+        let at = |w: &str| {
+            let s = t.find(w).unwrap();
+            let (a, b) = sentence_around(t, s, s + w.len());
+            &t[a..b]
+        };
+        assert_eq!(at("rm"), "Refused (e.g. rm -rf /)");
+        assert_eq!(at("z. B. rm"), " Abgelehnt, z. B. rm -rf /");
+        assert_eq!(at("real"), " Plan vs. real");
+        assert_eq!(at("Next"), " Next");
     }
 
     /// The literal gate never changes a result: every pattern that matches a
