@@ -2038,15 +2038,18 @@ mod tests {
         );
     }
 
+    /// The sentence of `t` around the first occurrence of `w`.
+    fn sentence_of<'a>(t: &'a str, w: &str) -> &'a str {
+        let s = t.find(w).unwrap();
+        let (a, b) = sentence_around(t, s, s + w.len());
+        &t[a..b]
+    }
+
     #[test]
     fn sentences_around_a_match() {
         let t =
             "One. Two 1.5 x; three!\nFour ... five. Six\nwrapped\n\nSeven\n- eight\n2. nine\nten";
-        let at = |w: &str| {
-            let s = t.find(w).unwrap();
-            let (a, b) = sentence_around(t, s, s + w.len());
-            &t[a..b]
-        };
+        let at = |w: &str| sentence_of(t, w);
         assert_eq!(at("One"), "One");
         assert_eq!(at("1.5"), " Two 1.5 x");
         assert_eq!(at("three"), " three");
@@ -2059,11 +2062,7 @@ mod tests {
         assert_eq!(at("Two 1.5 x; three"), " Two 1.5 x; three");
         // Abbreviations end nothing; a word after them is still the sentence's.
         let t = "Refused (e.g. rm -rf /). Abgelehnt, z. B. rm -rf /. Plan vs. real. In config.json. Next";
-        let at = |w: &str| {
-            let s = t.find(w).unwrap();
-            let (a, b) = sentence_around(t, s, s + w.len());
-            &t[a..b]
-        };
+        let at = |w: &str| sentence_of(t, w);
         assert_eq!(at("rm"), "Refused (e.g. rm -rf /)");
         assert_eq!(at("z. B. rm"), " Abgelehnt, z. B. rm -rf /");
         assert_eq!(at("real"), " Plan vs. real");
