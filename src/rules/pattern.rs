@@ -345,8 +345,8 @@ fn abbreviation_before(b: &[u8], dot: usize) -> bool {
         .rposition(|c| !(c.is_ascii_alphabetic() || *c == b'.'))
         .map_or(0, |k| k + 1);
     let word = &b[start..dot];
-    word.len() == 1 && word[0].is_ascii_alphabetic()
-        || (word.len() > 1 && word.split(|&c| c == b'.').all(|part| part.len() == 1))
+    // One letter, or letters each followed by a dot: every part is one byte.
+    word.split(|&c| c == b'.').all(|part| part.len() == 1)
         || matches!(
             word,
             b"vs" | b"cf" | b"incl" | b"approx" | b"bzw" | b"ca" | b"ggf" | b"evtl" | b"ej" | b"ex"
