@@ -35,11 +35,10 @@ code_rule!(PoisoningLikeSentence, "poisoning-like-sentence", "a sentence that a 
 /// The embedded model (see the training script for its format).
 static MODEL_TSV: &str = include_str!("../../../rules/models/poisoning-like-sentence.tsv");
 
-/// A parsed model: dense weights over hashed features.
+/// A parsed model: weights over hashed features.
 struct Model {
-    /// Weight of each hash bucket, in units of `1 / scale` (a 256 KB table,
-    /// which stays in cache).
-    weights: Vec<i8>,
+    /// Weight of each hash bucket, in units of `1 / scale`.
+    weights: Weights,
     scale: f32,
     bias: f32,
     threshold: f32,
@@ -48,7 +47,7 @@ struct Model {
 static MODEL: LazyLock<Model> = LazyLock::new(|| parse(MODEL_TSV));
 
 thread_local! {
-    static SEEN: std::cell::RefCell<Seen> = std::cell::RefCell::new(Seen::new());
+    static SEEN: std::cell::RefCell<Seen> = std::cell::RefCell::new(Seen::new(&MODEL));
 }
 
 /// Parses the model file. It is written by the training script and embedded at
@@ -56,8 +55,9 @@ thread_local! {
 /// unit tests catch it (every weight line must be read, and known sentences
 /// must score as the script says).
 fn parse(tsv: &str) -> Model {
+    let mut all: Vec<i8> = Vec::new();
     let mut m = Model {
-        weights: Vec::new(),
+        weights: Weights::default(),
         scale: 1.0,
         bias: 0.0,
         threshold: f32::INFINITY,
@@ -69,20 +69,87 @@ fn parse(tsv: &str) -> Model {
         match k {
             // A model for another bucket count cannot be read: it scores
             // nothing (the unit tests fail on it).
-            "buckets" if v.parse() == Ok(1usize << BITS) => m.weights = vec![0; 1 << BITS],
+            "buckets" if v.parse() == Ok(1usize << BITS) => all = vec![0; 1 << BITS],
             "scale" => m.scale = v.parse().unwrap_or(1.0),
             "bias" => m.bias = v.parse().unwrap_or(0.0),
             "threshold" => m.threshold = v.parse().unwrap_or(f32::INFINITY),
             _ => {
                 if let (Ok(i), Ok(w)) = (k.parse::<usize>(), v.parse::<i8>()) {
-                    if let Some(slot) = m.weights.get_mut(i) {
+                    if let Some(slot) = all.get_mut(i) {
                         *slot = w;
                     }
                 }
             }
         }
     }
+    m.weights = Weights::pack(&all);
     m
+}
+
+/// The weights of the hash buckets, packed. About one bucket in eight has a
+/// weight; a dense table of all 262,144 (256 KB) and the per-bucket stamps of
+/// [`Seen`] (512 KB more) were most of a level-2 cache, which the prefilter's
+/// automaton and the regexes also need. Here a bit per bucket says whether it
+/// has a weight, a running count per 64 buckets plus the bits below it give
+/// its index among those that have one, and only their weights are stored
+/// (about 75 KB in all).
+#[derive(Default)]
+struct Weights {
+    /// Per 64 buckets: which have a weight, and how many buckets before them do.
+    words: Vec<Word>,
+    /// The weights of the weighted buckets, in bucket order.
+    dense: Vec<i8>,
+}
+
+/// 64 buckets of [`Weights`]: the two halves of a lookup in one cache line.
+#[derive(Clone, Copy, Default)]
+struct Word {
+    bits: u64,
+    before: u32,
+}
+
+impl Weights {
+    /// Packs a weight per bucket (empty: a model that scores nothing).
+    fn pack(all: &[i8]) -> Weights {
+        let mut w = Weights::default();
+        for chunk in all.chunks(64) {
+            let mut bits = 0u64;
+            let before = w.dense.len() as u32;
+            for (i, &x) in chunk.iter().enumerate() {
+                if x != 0 {
+                    bits |= 1 << i;
+                    w.dense.push(x);
+                }
+            }
+            w.words.push(Word { bits, before });
+        }
+        w
+    }
+
+    /// True for a model that scores nothing.
+    fn is_empty(&self) -> bool {
+        self.words.is_empty()
+    }
+
+    /// The number of buckets.
+    #[cfg(test)]
+    fn buckets(&self) -> usize {
+        self.words.len() * 64
+    }
+
+    /// The index of bucket `b` among the weighted buckets, if it has a weight.
+    #[inline]
+    fn slot(&self, b: usize) -> Option<usize> {
+        let word = self.words[b / 64];
+        let bit = 1u64 << (b % 64);
+        (word.bits & bit != 0)
+            .then(|| word.before as usize + (word.bits & (bit - 1)).count_ones() as usize)
+    }
+
+    /// Bucket `b`'s weight (zero for most).
+    fn get(&self, b: usize) -> i8 {
+        self.slot(b).map_or(0, |i| self.dense[i])
+    }
 }
 
 const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
@@ -537,19 +604,21 @@ fn trimmed(text: &str, mut s: usize, mut e: usize) -> (usize, usize) {
 }
 
 /// The buckets counted in the current sentence: each counts once, as in
-/// training. A stamp per bucket, the generation of the sentence that last
-/// counted it, so starting a sentence clears nothing (but once in 65535) and
-/// no sentence is too long for it. Only buckets with a weight are stamped: the
-/// others add nothing however often they come, and most buckets have none.
+/// training. A stamp per weighted bucket (by its index in
+/// [`Weights::dense`]), the generation of the sentence that last counted it,
+/// so starting a sentence clears nothing (but once in 65535) and no sentence
+/// is too long for it. Buckets without a weight have no stamp: they add
+/// nothing however often they come, and most buckets have none.
 struct Seen {
     stamps: Vec<u16>,
     generation: u16,
 }
 
 impl Seen {
-    fn new() -> Self {
+    /// Stamps for `model`'s weighted buckets.
+    fn new(model: &Model) -> Self {
         Seen {
-            stamps: vec![0; 1 << BITS],
+            stamps: vec![0; model.weights.dense.len()],
             generation: 0,
         }
     }
@@ -590,10 +659,11 @@ fn score(model: &Model, sentence: &str, first_colon_or_at: usize, seen: &mut See
     let stamps = &mut seen.stamps;
     let mut sum: i32 = 0;
     let mut count = |b: usize| {
-        let x = w[b];
-        if x != 0 && stamps[b] != stamp {
-            stamps[b] = stamp;
-            sum += i32::from(x);
+        if let Some(i) = w.slot(b) {
+            if stamps[i] != stamp {
+                stamps[i] = stamp;
+                sum += i32::from(w.dense[i]);
+            }
         }
     };
     let mut prev = None;
@@ -615,7 +685,7 @@ fn strongest(model: &Model, sentence: &str, n: usize) -> Vec<(String, f32)> {
     for_each_feature(sentence, |b, prev, t| {
         if seen.insert(b) {
             let name = prev.map_or_else(|| t.to_string(), |p| format!("{p} {t}"));
-            all.push((name, f32::from(model.weights[b]) / model.scale));
+            all.push((name, f32::from(model.weights.get(b)) / model.scale));
         }
     });
     all.retain(|(_, x)| *x > 0.0);
@@ -775,7 +845,7 @@ mod tests {
         assert_eq!(v["threshold"].as_f64(), Some(f64::from(model.threshold)));
         let cases = v["cases"].as_array().expect("cases");
         assert!(cases.len() >= 5);
-        let mut seen = Seen::new();
+        let mut seen = Seen::new(model);
         for c in cases {
             let raw = c["text"].as_str().expect("text");
             let norm = crate::rules::normalize::normalize(raw);
@@ -854,7 +924,7 @@ mod tests {
         for_each_feature(sentence, |b, _, _| all.push(b));
         all.sort_unstable();
         all.dedup();
-        all.iter().map(|&b| i32::from(model.weights[b])).sum()
+        all.iter().map(|&b| i32::from(model.weights.get(b))).sum()
     }
 
     /// The stamps of [`Seen`] give the sum that sorting the buckets would,
@@ -866,7 +936,7 @@ mod tests {
         // Sorting every bucket and summing each once, as the training script does.
         let reference = |s: &str| model.bias + sorted_sum(model, s) as f32 / model.scale;
         let long: String = (0..400).map(|i| format!("word{i} ")).collect();
-        let mut seen = Seen::new();
+        let mut seen = Seen::new(model);
         seen.generation = u16::MAX - 2;
         for _ in 0..2 {
             for s in [
@@ -894,7 +964,7 @@ mod tests {
         proptest!(ProptestConfig::with_cases(400), |(text in "(?s).{0,200}", extra in "[`~@:/._ a-zA-Z0-9\n.!?'\u{200b}\u{e9}\u{130}\u{3a3}\u{3000}]{0,80}")| {
             let text = format!("{text}{extra}");
             let lower = text.to_lowercase();
-            let mut seen = Seen::new();
+            let mut seen = Seen::new(model);
             sentences(&lower, |s, e| {
                 assert!(s <= e && e <= lower.len());
                 assert!(lower.is_char_boundary(s) && lower.is_char_boundary(e));
@@ -1092,10 +1162,43 @@ mod tests {
         }
     }
 
+    /// A packed bucket reads the weight the model file gives it, and a
+    /// bucket the file leaves out reads zero.
+    #[test]
+    fn packed_weights_read_as_written() {
+        let m = &*MODEL;
+        let mut want = vec![0i8; m.weights.buckets()];
+        for line in MODEL_TSV
+            .lines()
+            .filter(|l| l.starts_with(|c: char| c.is_ascii_digit()))
+        {
+            let (k, v) = line.split_once('\t').expect("a weight line");
+            want[k.parse::<usize>().expect("bucket")] = v.parse().expect("weight");
+        }
+        for (b, &w) in want.iter().enumerate() {
+            assert_eq!(m.weights.get(b), w, "bucket {b}");
+            assert_eq!(m.weights.slot(b).is_some(), w != 0, "bucket {b}");
+        }
+        // Words with all or none of their bits set, and a last partial word.
+        let all: Vec<i8> = (0..200)
+            .map(|i| {
+                if (64..128).contains(&i) || i % 7 == 0 && i >= 128 {
+                    i as i8 | 1
+                } else {
+                    0
+                }
+            })
+            .collect();
+        let p = Weights::pack(&all);
+        for (b, &w) in all.iter().enumerate() {
+            assert_eq!(p.get(b), w, "bucket {b}");
+        }
+    }
+
     #[test]
     fn model_is_loaded() {
         let m = &*MODEL;
-        assert_eq!(m.weights.len(), 1 << 18);
+        assert_eq!(m.weights.buckets(), 1 << 18);
         assert!(m.threshold.is_finite());
         let lines = MODEL_TSV
             .lines()
@@ -1103,7 +1206,7 @@ mod tests {
             .count();
         assert!(lines > 1000);
         // The script writes each non-zero weight once, on a line of its own.
-        let read = m.weights.iter().filter(|w| **w != 0).count();
-        assert_eq!(read, lines, "every weight line is read");
+        assert!(m.weights.dense.iter().all(|w| *w != 0));
+        assert_eq!(m.weights.dense.len(), lines, "every weight line is read");
     }
 }
