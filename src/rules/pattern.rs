@@ -252,8 +252,9 @@ impl PatternRule {
         let mut best: Option<regex_automata::Match> = None;
         let mut try_pattern = |i: usize| {
             let r = self.regexes[i - self.first].get();
-            let m = match starts {
-                Some((starts, prefixed)) if bit(prefixed, i) => {
+            let lead = starts.and_then(|(_, set)| Some((set, set.leads[i].as_ref()?)));
+            let m = match (starts, lead) {
+                (Some((starts, set)), _) if bit(&set.prefixed, i) => {
                     let from = starts.partition_point(|&s| s < start(i as u32, 0));
                     starts[from..]
                         .iter()
@@ -265,6 +266,27 @@ impl PatternRule {
                                     .anchored(Anchored::Yes),
                             )
                         })
+                }
+                (_, Some((set, lead))) => {
+                    let bytes = text.as_bytes();
+                    let word = |i: usize| bytes[i].is_ascii_alphanumeric() || bytes[i] == b'_';
+                    let bounded = bit(&set.bounded, i);
+                    let mut tries = 0;
+                    lead.find_map(bytes, |at| {
+                        // No `\b` between two word bytes.
+                        if bounded && at > 0 && word(at) && word(at - 1) {
+                            return None;
+                        }
+                        tries += 1;
+                        let input = Input::new(text).range(at..);
+                        // Each try has a fixed cost: past a few, one search
+                        // over the rest (no match begins before `at`).
+                        if tries > LEAD_TRIES {
+                            return Some(r.search(&input));
+                        }
+                        r.search(&input.anchored(Anchored::Yes)).map(Some)
+                    })
+                    .flatten()
                 }
                 _ => r.find(text),
             };
@@ -403,9 +425,12 @@ fn sentence_around(text: &str, start: usize, end: usize) -> (usize, usize) {
 }
 
 /// From [`PatternSet::scan`]: `(pattern, offset)` pairs where a present
-/// pattern may begin (packed by [`start`], sorted), and which patterns have
-/// a prefix set (a bit set).
-type Starts<'a> = (&'a [u64], &'a [u64]);
+/// pattern may begin (packed by [`start`], sorted), and the set, which knows
+/// which patterns have a prefix set or [`Lead`] bytes.
+type Starts<'a> = (&'a [u64], &'a PatternSet);
+
+/// Anchored tries at [`Lead`] bytes before one unanchored search takes over.
+const LEAD_TRIES: usize = 16;
 
 /// A `(pattern, offset)` pair of [`Starts`] as one integer, pattern in the
 /// high half, which sorts as the pair does: sorting and deduplicating
@@ -455,6 +480,9 @@ pub struct PatternSet {
     /// that begins with a word byte right after another word byte (`on` in
     /// `json`) cannot begin their match, and is not tried.
     bounded: Vec<u64>,
+    /// The bytes that begin every match of each pattern without a prefix
+    /// set, for those that have them (see [`Lead`]).
+    leads: Vec<Option<Lead>>,
     /// What must follow each pattern's prefix literal, for the patterns
     /// that have such a set (see [`follow_set`]): a prefix literal that is
     /// not followed by it is not tried.
@@ -1082,8 +1110,9 @@ fn top_alternatives(pattern: &str) -> Vec<&str> {
 /// match of the pattern in text without [`left_out`] characters, each at
 /// least two bytes long (so the automaton of [`PatternSet::scan`] can find
 /// them); `None` when the pattern has no such set: it is then searched for
-/// over the whole text; and the pattern's [`Follow`] set, if it has one.
-fn literal_sets(hir: &regex_syntax::hir::Hir) -> (Vec<Lits>, Option<Lits>, Option<Follow>) {
+/// over the whole text, or at its [`Lead`] bytes if it has them; and the
+/// pattern's [`Follow`] set, if it has one.
+fn literal_sets(hir: &regex_syntax::hir::Hir) -> LiteralSets {
     // A concatenation's parts are analysed once, for both.
     let (info, follow) = match hir.kind() {
         regex_syntax::hir::HirKind::Concat(subs) => {
@@ -1104,11 +1133,82 @@ fn literal_sets(hir: &regex_syntax::hir::Hir) -> (Vec<Lits>, Option<Lits>, Optio
         first = false;
         keep
     });
+    let lead = info.prefix.as_ref().and_then(Lead::new);
     let prefix = info.prefix.filter(|set| set.iter().all(|l| l.len() >= 2));
     let follow = follow
         .filter(|(lead, _)| prefix.as_ref() == Some(lead))
         .map(|(_, f)| f);
-    (gates, prefix, follow)
+    LiteralSets {
+        lead: if prefix.is_some() { None } else { lead },
+        gates,
+        prefix,
+        follow,
+    }
+}
+
+/// What [`literal_sets`] finds of one pattern.
+#[derive(Default)]
+struct LiteralSets {
+    /// Literal sets every match contains one literal of each.
+    gates: Vec<Lits>,
+    /// Literals of two bytes or more one of which begins every match.
+    prefix: Option<Lits>,
+    /// What must follow the prefix literal.
+    follow: Option<Follow>,
+    /// Without a prefix set: the bytes one of which begins every match.
+    lead: Option<Lead>,
+}
+
+/// The bytes one of which begins every match of a pattern that has no
+/// prefix literals of two bytes or more, such as `[` for
+/// `\[\s*(?:system|admin)\s*\]` or `<` for `<\s*/?\s*important\s*>`: the
+/// automaton cannot find one-byte literals (they would end a literal at
+/// nearly every offset), but the pattern can still be searched anchored at
+/// each of these bytes instead of over the whole text, as with prefix
+/// literals (see [`PatternRule::find_gated`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Lead {
+    /// The bytes, sorted.
+    bytes: Vec<u8>,
+    /// `table[b]` when `b` is one of them.
+    table: Box<[bool; 256]>,
+}
+
+impl Lead {
+    /// More bytes than this and they are too common to be worth it.
+    const LIMIT: usize = 12;
+
+    /// The first bytes of a prefix set, if every literal has one and there
+    /// are at most [`Lead::LIMIT`] of them.
+    fn new(prefix: &Lits) -> Option<Lead> {
+        let mut bytes = Vec::new();
+        for l in prefix {
+            bytes.push(*l.first()?);
+        }
+        bytes.sort_unstable();
+        bytes.dedup();
+        if bytes.len() > Self::LIMIT {
+            return None;
+        }
+        let mut table = Box::new([false; 256]);
+        for &b in &bytes {
+            table[usize::from(b)] = true;
+        }
+        Some(Lead { bytes, table })
+    }
+
+    /// The first `Some` of `at` over the offsets of the lead bytes in
+    /// `text`, in order.
+    fn find_map<T>(&self, text: &[u8], at: impl FnMut(usize) -> Option<T>) -> Option<T> {
+        match self.bytes[..] {
+            [a] => memchr::memchr_iter(a, text).find_map(at),
+            [a, b] => memchr::memchr2_iter(a, b, text).find_map(at),
+            [a, b, c] => memchr::memchr3_iter(a, b, c, text).find_map(at),
+            _ => (0..text.len())
+                .filter(|&i| self.table[usize::from(text[i])])
+                .find_map(at),
+        }
+    }
 }
 
 /// Literal sets required of every match of `pattern` (as compiled by
@@ -1119,7 +1219,7 @@ fn literal_sets(hir: &regex_syntax::hir::Hir) -> (Vec<Lits>, Option<Lits>, Optio
 #[cfg(test)]
 fn required_literals(pattern: &str) -> Vec<Lits> {
     parse(pattern)
-        .map(|h| literal_sets(&h).0)
+        .map(|h| literal_sets(&h).gates)
         .unwrap_or_default()
 }
 
@@ -1340,6 +1440,7 @@ impl PatternSet {
         // Literal -> (the gates it opens, the patterns it begins).
         let mut lits: Vec<(Vec<u8>, Vec<u32>, Vec<u32>)> = Vec::new();
         let mut has_prefix = Vec::new();
+        let mut leads = Vec::new();
         let mut has_boundary = Vec::new();
         let mut follow = Vec::new();
         let mut pattern_rule = Vec::new();
@@ -1436,8 +1537,13 @@ impl PatternSet {
                         ));
                     }
                 }
-                let (gates, prefix, pattern_follow) =
-                    hir.as_ref().map(literal_sets).unwrap_or_default();
+                let LiteralSets {
+                    gates,
+                    prefix,
+                    follow: pattern_follow,
+                    lead,
+                } = hir.as_ref().map(literal_sets).unwrap_or_default();
+                leads.push(lead);
                 need.push(gates.len() as u8);
                 for (j, set) in gates.into_iter().enumerate() {
                     let gate = gate_bit.len() as u32;
@@ -1553,6 +1659,7 @@ impl PatternSet {
             patterns,
             prefixed,
             bounded,
+            leads,
             follow,
             pattern_rule,
             byte_marks,
@@ -1746,7 +1853,7 @@ impl PatternSet {
                 if !applies(r) {
                     continue;
                 }
-                let starts = exact.then_some((&sc.starts[..], &self.prefixed[..]));
+                let starts = exact.then_some((&sc.starts[..], self));
                 // The keyword check is a filter like the others; matches are
                 // rare, so it runs last.
                 if let Some(m) = r.find_gated(text, Some(&sc.present), starts) {
@@ -2106,7 +2213,7 @@ mod tests {
                     r.meta.id
                 );
                 assert_eq!(
-                    r.find_gated(&n.text, Some(present), Some((&sc.starts, &set.prefixed))),
+                    r.find_gated(&n.text, Some(present), Some((&sc.starts, &set))),
                     r.find_unguarded(&n.text),
                     "{} (anchored at prefix literals): {t}",
                     r.meta.id
@@ -2159,7 +2266,7 @@ mod tests {
                                     r.find_gated(
                                         &text,
                                         Some(&sc.present),
-                                        Some((&sc.starts, &set.prefixed))
+                                        Some((&sc.starts, &set))
                                     ),
                                     plain,
                                     "{}: {text}",
@@ -2184,6 +2291,41 @@ mod tests {
 
     /// An optional part (`x?`, `x*`) adds the literals that begin it to the
     /// prefix set, and the set goes on past it; one whose beginning is
+    /// A pattern without prefix literals of two bytes has lead bytes when
+    /// every match begins with one of a few bytes; one with a prefix set,
+    /// an empty alternative or a wide class has none.
+    #[test]
+    fn lead_bytes_of_patterns_without_a_prefix_set() {
+        let lead = |p: &str| {
+            literal_sets(&parse(p).expect("parses"))
+                .lead
+                .map(|l| String::from_utf8(l.bytes).expect("ascii"))
+        };
+        assert_eq!(
+            lead(r"\[\s*/?\s*(?:system|admin)\s*\]").as_deref(),
+            Some("[")
+        );
+        assert_eq!(lead(r"</?\s*important\s*>").as_deref(), Some("<"));
+        assert_eq!(lead(r"[?&][a-z]{1,20}=").as_deref(), Some("&?"));
+        assert_eq!(
+            lead(r"(?:[<>*]{2,}|\*\*)\s*directive").as_deref(),
+            Some("*<>")
+        );
+        assert_eq!(lead(r"\b[1-4]+\s+out\s+of").as_deref(), Some("1234"));
+        assert_eq!(lead(r"\b\d+\s+out\s+of"), None, "every Unicode digit");
+        assert_eq!(lead(r"ignore\s+previous"), None, "a prefix set instead");
+        assert_eq!(
+            lead(r"(?:^|[.;]\s*)also\s+send"),
+            None,
+            "may begin anywhere"
+        );
+        assert_eq!(
+            lead(r"\b[a-z0-9]+_[a-z]+\s+is\s+broken"),
+            None,
+            "too many bytes"
+        );
+    }
+
     /// unknown (`\s*`) ends the set there, as before.
     #[test]
     fn prefix_goes_past_optional_parts() {
@@ -2192,7 +2334,7 @@ mod tests {
                 v.iter().map(|s| s.as_bytes().to_vec()).collect(),
             ))
         };
-        let prefix = |p: &str| literal_sets(&parse(p).expect("parses")).1;
+        let prefix = |p: &str| literal_sets(&parse(p).expect("parses")).prefix;
         assert_eq!(
             prefix(r"\b(?:(?:large\s+)?language\s+models?|llms?)\s*:"),
             lits(&["language", "large", "llm", "llms"])
@@ -2258,7 +2400,7 @@ mod tests {
             text in "[abc ]{0,30}",
         )| {
             let hir = parse(&p).expect("pattern parses");
-            let (gates, prefix, _) = literal_sets(&hir);
+            let LiteralSets { gates, prefix, .. } = literal_sets(&hir);
             let bounded = begins_at_boundary(&hir);
             let re = meta_regex(&p).expect("pattern compiles");
             let t = text.as_bytes();
@@ -2295,7 +2437,7 @@ mod tests {
     fn follow_sets_of_patterns() {
         let follow = |p: &str| {
             let hir = parse(p).expect("parses");
-            literal_sets(&hir).2.map(|f| {
+            literal_sets(&hir).follow.map(|f| {
                 let lits: Vec<String> = f
                     .lits
                     .iter()
@@ -2374,7 +2516,7 @@ mod tests {
             let text = words.concat();
             let p = format!("{}{}{}{}", parts.0, parts.1, parts.2, parts.3);
             let hir = parse(&p).expect("pattern parses");
-            let (_, prefix, follow) = literal_sets(&hir);
+            let LiteralSets { prefix, follow, .. } = literal_sets(&hir);
             let Some(follow) = follow else {
                 return Ok(());
             };
