@@ -269,12 +269,10 @@ impl PatternRule {
                 }
                 (_, Some((set, lead))) => {
                     let bytes = text.as_bytes();
-                    let word = |i: usize| bytes[i].is_ascii_alphanumeric() || bytes[i] == b'_';
                     let bounded = bit(&set.bounded, i);
                     let mut tries = 0;
                     lead.find_map(bytes, |at| {
-                        // No `\b` between two word bytes.
-                        if bounded && at > 0 && word(at) && word(at - 1) {
+                        if bounded && inside_word(bytes, at) {
                             return None;
                         }
                         tries += 1;
@@ -428,6 +426,13 @@ fn sentence_around(text: &str, start: usize, end: usize) -> (usize, usize) {
 /// pattern may begin (packed by [`start`], sorted), and the set, which knows
 /// which patterns have a prefix set or [`Lead`] bytes.
 type Starts<'a> = (&'a [u64], &'a PatternSet);
+
+/// True when offset `at` of `text` lies between two ASCII word bytes, where
+/// `(?-u:\b)` does not hold: a pattern that begins with it cannot begin there.
+fn inside_word(text: &[u8], at: usize) -> bool {
+    let word = |b: u8| b.is_ascii_alphanumeric() || b == b'_';
+    at > 0 && at < text.len() && word(text[at]) && word(text[at - 1])
+}
 
 /// Anchored tries at [`Lead`] bytes before one unanchored search takes over.
 const LEAD_TRIES: usize = 16;
@@ -1133,13 +1138,15 @@ fn literal_sets(hir: &regex_syntax::hir::Hir) -> LiteralSets {
         first = false;
         keep
     });
-    let lead = info.prefix.as_ref().and_then(Lead::new);
-    let prefix = info.prefix.filter(|set| set.iter().all(|l| l.len() >= 2));
+    let (prefix, lead) = match info.prefix {
+        Some(set) if set.iter().all(|l| l.len() >= 2) => (Some(set), None),
+        set => (None, set.as_ref().and_then(Lead::new)),
+    };
     let follow = follow
         .filter(|(lead, _)| prefix.as_ref() == Some(lead))
         .map(|(_, f)| f);
     LiteralSets {
-        lead: if prefix.is_some() { None } else { lead },
+        lead,
         gates,
         prefix,
         follow,
@@ -1166,7 +1173,6 @@ struct LiteralSets {
 /// nearly every offset), but the pattern can still be searched anchored at
 /// each of these bytes instead of over the whole text, as with prefix
 /// literals (see [`PatternRule::find_gated`]).
-#[derive(Clone, Debug, PartialEq, Eq)]
 struct Lead {
     /// The bytes, sorted.
     bytes: Vec<u8>,
@@ -1778,14 +1784,11 @@ impl PatternSet {
             return true;
         }
         let bytes = text.as_bytes();
-        let word = |i: usize| bytes[i].is_ascii_alphanumeric() || bytes[i] == b'_';
         for &(end, m) in hits.iter() {
             for &(p, len) in pre.prefixes(m as usize) {
                 let at = end - len;
-                // No `\b` between two word bytes.
-                let inside_word = || at > 0 && word(at as usize) && word(at as usize - 1);
                 if bit(present, p as usize)
-                    && !(bit(&self.bounded, p as usize) && inside_word())
+                    && !(bit(&self.bounded, p as usize) && inside_word(bytes, at as usize))
                     && self.follow[p as usize]
                         .as_ref()
                         .is_none_or(|f| f.follows(bytes, end as usize))
@@ -2289,8 +2292,6 @@ mod tests {
         );
     }
 
-    /// An optional part (`x?`, `x*`) adds the literals that begin it to the
-    /// prefix set, and the set goes on past it; one whose beginning is
     /// A pattern without prefix literals of two bytes has lead bytes when
     /// every match begins with one of a few bytes; one with a prefix set,
     /// an empty alternative or a wide class has none.
@@ -2326,6 +2327,8 @@ mod tests {
         );
     }
 
+    /// An optional part (`x?`, `x*`) adds the literals that begin it to the
+    /// prefix set, and the set goes on past it; one whose beginning is
     /// unknown (`\s*`) ends the set there, as before.
     #[test]
     fn prefix_goes_past_optional_parts() {
