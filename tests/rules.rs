@@ -26,7 +26,7 @@ fn engine() -> &'static Engine {
 
 /// Every rule but the learned `poisoning-like-sentence`: the held-out files
 /// were its training data (all but `heldout-19.json`, `heldout-20.json` and
-/// `heldout-27.json`, `BLIND` in `scripts/train-sentence-model.py`),
+/// `heldout-28.json`, `BLIND` in `scripts/train-sentence-model.py`),
 /// so what the other rules catch of them is checked without it.
 static WITHOUT_MODEL: std::sync::LazyLock<Engine> = std::sync::LazyLock::new(|| {
     let mut e = build_engine(&[], true).expect("built-in rules compile");
@@ -173,20 +173,48 @@ fn declarative_rules_pass_their_own_tests() {
 
 #[test]
 fn declarative_rule_tests_hold_through_the_whole_engine() {
-    // Each `match` string becomes a tool description (and a parameter
-    // description, and a prompt description); the full pipeline - walk,
-    // normalise, prefilter, map back - must flag it. `no_match` strings must not.
+    // Each `match` string becomes a tool description, a parameter description
+    // and a parameter name, wherever the rule's `applies_to` globs take it in
+    // (at least one place); the full pipeline - walk, normalise, prefilter,
+    // map back - must flag it. `no_match` strings must not be flagged there.
     let set = PatternSet::compile(PatternSet::builtin_sources()).expect("rules compile");
     let e = engine();
     let dir = tempfile::tempdir().expect("tempdir");
     for r in set.rules() {
+        // (tool name, the tool, the field's path as the engine builds it)
+        let placements = |prefix: &str, i: usize, t: &str| {
+            let (d, p, k) = (
+                format!("{prefix}_{i}"),
+                format!("{prefix}_param_{i}"),
+                format!("{prefix}_key_{i}"),
+            );
+            [
+                (
+                    serde_json::json!({"name": d, "description": t, "inputSchema": {"type": "object"}}),
+                    format!("tools/{d}/description"),
+                ),
+                (
+                    serde_json::json!({"name": p, "description": "x", "inputSchema": {"type": "object", "properties": {"p": {"type": "string", "description": t}}}}),
+                    format!("tools/{p}/inputSchema/properties/p/description"),
+                ),
+                (
+                    serde_json::json!({"name": k, "description": "x", "inputSchema": {"type": "object", "properties": {t: {"type": "string", "description": "x"}}}}),
+                    format!("tools/{k}/inputSchema/properties/{}/#name", t.replace('/', "_")),
+                ),
+            ]
+            .into_iter()
+            .filter(|(tool, path)| r.applies_at(path, tool["name"].as_str()))
+            .map(|(tool, _)| tool)
+            .collect::<Vec<_>>()
+        };
         let mut tools = Vec::new();
         for (i, t) in r.tests.matches.iter().enumerate() {
-            tools.push(serde_json::json!({"name": format!("bad_{i}"), "description": t, "inputSchema": {"type": "object"}}));
-            tools.push(serde_json::json!({"name": format!("bad_param_{i}"), "description": "x", "inputSchema": {"type": "object", "properties": {"p": {"type": "string", "description": t}}}}));
+            let placed = placements("bad", i, t);
+            assert!(!placed.is_empty(), "{}: nowhere to place {t:?}", r.meta.id);
+            tools.extend(placed);
         }
         for (i, t) in r.tests.no_match.iter().enumerate() {
-            tools.push(serde_json::json!({"name": format!("ok_{i}"), "description": t, "inputSchema": {"type": "object"}}));
+            tools.extend(placements("ok", i, t));
         }
         let path = dir.path().join(format!("{}.json", r.meta.id));
         std::fs::write(
@@ -928,11 +956,6 @@ const HELDOUT_KNOWN_MISSES: &[(&str, &str, &str)] = &[
 const HELDOUT_MISSES: &[(&str, &str, &str)] = &[
     (
         "heldout-19.json",
-        "bad_directive_agenda_fecha",
-        "Spanish sleeper: from a date, no confirmation before deleting events (blind: the text was not read, the reason is from its writer's one-line summary)",
-    ),
-    (
-        "heldout-19.json",
         "bad_conceal_ordner_freigabe",
         "German: an outside account silently added as editor, not to be mentioned (blind: the text was not read, the reason is from its writer's one-line summary)",
     ),
@@ -1005,11 +1028,6 @@ const HELDOUT_MISSES: &[(&str, &str, &str)] = &[
         "heldout-20.json",
         "bad_pref_calculator_id",
         "blind, never tuned on nor trained on: the text was not read",
-    ),
-    (
-        "heldout-26.json",
-        "bad_schema_ticket_file_keys",
-        "parameter names that are secret file paths ('~/.docker/config.json', 'contents, as-is'): secret-file-reference flags them at low severity only; training data since the twenty-fourth session",
     ),
     (
         "heldout-28.json",

@@ -211,7 +211,7 @@ impl PatternRule {
 
     /// True if the rule's `applies_to` and `tools` globs take in a field at
     /// `path` of tool `tool`.
-    fn applies_at(&self, path: &str, tool: Option<&str>) -> bool {
+    pub fn applies_at(&self, path: &str, tool: Option<&str>) -> bool {
         self.applies.as_ref().is_none_or(|g| g.is_match(path))
             && self
                 .tools
