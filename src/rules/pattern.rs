@@ -14,6 +14,7 @@
 //! help = "Tools never need the user's keys; remove the request."
 //! applies_to = ["tools/*/**", "prompts/**"]   # globs over field paths (default: all)
 //! tools = ["*"]                     # globs over tool names (default: all)
+//! names_only = false                # true: only property names (schema keys)
 //! fragments.key = '''\.ssh/id_\w+|\.netrc'''  # named pieces, used as (?&key)
 //! patterns = ['''read\s+~/\.ssh''', '''paste\s+(?&key)''']
 //! unless = ['''example''']          # a match anywhere in the field cancels it
@@ -130,6 +131,8 @@ struct RuleFile {
     applies_to: Vec<toml::Spanned<String>>,
     #[serde(default)]
     tools: Vec<toml::Spanned<String>>,
+    #[serde(default)]
+    names_only: bool,
     patterns: Vec<toml::Spanned<String>>,
     #[serde(default)]
     unless: Vec<toml::Spanned<String>>,
@@ -184,6 +187,11 @@ pub struct PatternRule {
     label: String,
     applies: Option<GlobSet>,
     tools: Option<GlobSet>,
+    /// Only property names (`names_only`): what the walk marks as a key. A
+    /// flag rather than an `applies_to` glob over `…/#name`, because a glob
+    /// makes every field's path go through the glob sets first (a built-in
+    /// rule with one cost a third of a check's time).
+    names_only: bool,
     /// The patterns, compiled by `regex-automata` directly: an anchored search
     /// from a given offset (see [`PatternSet::matches`]) needs its `Input`.
     regexes: Vec<Built<meta::Regex>>,
@@ -209,9 +217,16 @@ impl PatternRule {
         self.find_unguarded(text)
     }
 
+    /// True if the rule takes in a field at `path` of tool `tool`, a
+    /// property name if `is_key`: its `applies_to` and `tools` globs, and
+    /// `names_only`.
+    pub fn takes(&self, path: &str, tool: Option<&str>, is_key: bool) -> bool {
+        (is_key || !self.names_only) && self.applies_at(path, tool)
+    }
+
     /// True if the rule's `applies_to` and `tools` globs take in a field at
     /// `path` of tool `tool`.
-    pub fn applies_at(&self, path: &str, tool: Option<&str>) -> bool {
+    fn applies_at(&self, path: &str, tool: Option<&str>) -> bool {
         self.applies.as_ref().is_none_or(|g| g.is_match(path))
             && self
                 .tools
@@ -1610,6 +1625,7 @@ impl PatternSet {
                 message: f.message,
                 applies,
                 tools,
+                names_only: f.names_only,
                 regexes,
                 first,
                 unless,
@@ -1882,7 +1898,8 @@ impl PatternSet {
         enabled: &dyn Fn(&str) -> bool,
         out: &mut Sink,
     ) {
-        let applies = |r: &PatternRule| enabled(&r.meta.id) && r.applies_at(field.path, tool);
+        let applies =
+            |r: &PatternRule| enabled(&r.meta.id) && r.takes(field.path, tool, field.is_key);
         self.matches(&norm.text, norm.plain, runs, &applies, &mut |r, (s, e)| {
             let (ds, de) = norm.to_decoded(s, e);
             out.emit(
