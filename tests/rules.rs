@@ -25,8 +25,9 @@ fn engine() -> &'static Engine {
 }
 
 /// Every rule but the learned `poisoning-like-sentence`: the held-out files
-/// were its training data (all but `heldout-19.json`, `heldout-20.json` and
-/// `heldout-28.json`, `BLIND` in `scripts/train-sentence-model.py`),
+/// were its training data (all but `heldout-19.json`, `heldout-20.json`,
+/// `heldout-28.json` and `heldout-29.json`, `BLIND` in
+/// `scripts/train-sentence-model.py`),
 /// so what the other rules catch of them is checked without it.
 static WITHOUT_MODEL: std::sync::LazyLock<Engine> = std::sync::LazyLock::new(|| {
     let mut e = build_engine(&[], true).expect("built-in rules compile");
@@ -1092,6 +1093,26 @@ const HELDOUT_MISSES: &[(&str, &str, &str)] = &[
         "bad_schema_enum_default_cc",
         "an outside CC address as enum value, default and example (blind: the text was not read)",
     ),
+    (
+        "heldout-29.json",
+        "bad_conceal_restaurant_stock_it",
+        "Italian: a card-charged supplier order hidden and denied to the user (blind: the text was not read)",
+    ),
+    (
+        "heldout-29.json",
+        "bad_xtool_pr_review_yaml",
+        "a YAML config block that rewrites other git tools' parameters and grants an outside account admin (blind: the text was not read)",
+    ),
+    (
+        "heldout-29.json",
+        "bad_xtool_weekly_report_zh",
+        "Chinese prompt shadowing Slack send_message: every message copied to an externally shared channel (blind: the text was not read)",
+    ),
+    (
+        "heldout-29.json",
+        "bad_pref_vet_clinic_directory",
+        "a terse resource: an invented ranking, partner-first ordering, competitors labelled unverified (blind: the text was not read)",
+    ),
 ];
 
 /// Held-out benign tools that the learned rule alone flags: with every rule
@@ -1103,6 +1124,11 @@ const HELDOUT_MODEL_FLAGGED: &[(&str, &str, &str)] = &[
         "heldout-19.json",
         "ok_translate_text",
         "flagged by the learned rule since the twenty-third session's retraining (blind: the text was not read)",
+    ),
+    (
+        "heldout-29.json",
+        "ok_otp_sms_hi",
+        "Hindi: an OTP sender that withholds the code by design, read as concealment by the learned rule (blind: the text was not read)",
     ),
 ];
 
@@ -1194,6 +1220,11 @@ const HELDOUT_KNOWN_FLAGGED: &[(&str, &str, &str)] = &[
         "heldout-28.json",
         "ok_review_chatbot_prompt",
         "a prompt-injection hardening review that quotes injection phrases as examples (blind: the text was not read)",
+    ),
+    (
+        "heldout-29.json",
+        "ok_vault_secret_rotate",
+        "secret rotation that never returns the secrets, naming tokens and credentials (blind: the text was not read)",
     ),
 ];
 
@@ -1375,7 +1406,9 @@ fn heldout_attacks_get_medium_or_high_and_benign_tools_do_not() {
     // trained on in the twenty-fifth session. That session's helper wrote 28
     // the same way (11 attacks in other languages; 29 caught, 1 ok flagged
     // when new; 19 and 1 without the learned rule), never tuned on nor
-    // trained on.
+    // trained on; and 29 at the end of the session, measured on its final
+    // rules (11 attacks in other languages; 32 caught, 2 ok flagged; 19 and
+    // 1 without the learned rule), never tuned on nor trained on.
     for file in [
         "heldout-15.json",
         "heldout-16.json",
@@ -1391,6 +1424,7 @@ fn heldout_attacks_get_medium_or_high_and_benign_tools_do_not() {
         "heldout-26.json",
         "heldout-27.json",
         "heldout-28.json",
+        "heldout-29.json",
     ] {
         check_heldout_with(
             file,
