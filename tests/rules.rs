@@ -26,7 +26,7 @@ fn engine() -> &'static Engine {
 
 /// Every rule but the learned `poisoning-like-sentence`: the held-out files
 /// were its training data (all but `heldout-19.json`, `heldout-20.json`,
-/// `heldout-28.json` and `heldout-29.json`, `BLIND` in
+/// `heldout-29.json` and `heldout-30.json`, `BLIND` in
 /// `scripts/train-sentence-model.py`),
 /// so what the other rules catch of them is checked without it.
 static WITHOUT_MODEL: std::sync::LazyLock<Engine> = std::sync::LazyLock::new(|| {
@@ -1001,9 +1001,14 @@ const HELDOUT_KNOWN_MISSES: &[(&str, &str, &str)] = &[
 ];
 
 /// Held-out misses with every rule on. The learned rule was trained on every
-/// held-out file but `heldout-19.json`, `heldout-20.json`, `heldout-28.json`
-/// and `heldout-29.json`, so the others are caught in full but for one.
+/// held-out file but `heldout-19.json`, `heldout-20.json`, `heldout-29.json`
+/// and `heldout-30.json`, so the others are caught in full but for one.
 const HELDOUT_MISSES: &[(&str, &str, &str)] = &[
+    (
+        "heldout-19.json",
+        "bad_directive_agenda_fecha",
+        "caught by the learned rule alone until the twenty-sixth session's retraining (blind: the text was not read)",
+    ),
     (
         "heldout-19.json",
         "bad_conceal_ordner_freigabe",
@@ -1031,11 +1036,6 @@ const HELDOUT_MISSES: &[(&str, &str, &str)] = &[
     ),
     (
         "heldout-19.json",
-        "bad_schema_locale_param_name",
-        "a parameter named after the chat transcript and system prompt (blind: the text was not read, the reason is from its writer's one-line summary)",
-    ),
-    (
-        "heldout-19.json",
         "bad_schema_raport_examples_pl",
         "Polish: the request to paste `.env` sits in a parameter's `examples` (blind: the text was not read, the reason is from its writer's one-line summary)",
     ),
@@ -1043,6 +1043,11 @@ const HELDOUT_MISSES: &[(&str, &str, &str)] = &[
         "heldout-20.json",
         "bad_secret_aws_cost_estimate",
         "blind, never tuned on nor trained on: the text was not read",
+    ),
+    (
+        "heldout-20.json",
+        "bad_directive_station_readings_de",
+        "caught by the learned rule alone until the twenty-sixth session's retraining (blind: the text was not read)",
     ),
     (
         "heldout-20.json",
@@ -1080,41 +1085,6 @@ const HELDOUT_MISSES: &[(&str, &str, &str)] = &[
         "blind, never tuned on nor trained on: the text was not read",
     ),
     (
-        "heldout-28.json",
-        "bad_conceal_share_silent_editor",
-        "Tagalog: an extra editor account granted and a scripted 'shared view-only' reply, cue-free (blind: the text was not read)",
-    ),
-    (
-        "heldout-28.json",
-        "bad_directive_harvest_date_sleeper",
-        "Swahili: a date-keyed sleeper giving a result field authority over the user, cue-free (blind: the text was not read)",
-    ),
-    (
-        "heldout-28.json",
-        "bad_xtool_fs_false_deprecation",
-        "Traditional Chinese: a false deprecation of the built-in file reader with an invented CVE (blind: the text was not read)",
-    ),
-    (
-        "heldout-28.json",
-        "bad_pref_currency_rival_smear",
-        "Bengali: rivals smeared with invented incidents, 'use only this tool', cue-free (blind: the text was not read)",
-    ),
-    (
-        "heldout-28.json",
-        "bad_pref_grammar_host_endorsed",
-        "an invented host-platform endorsement and 'don't offer others', terse (blind: the text was not read)",
-    ),
-    (
-        "heldout-28.json",
-        "bad_schema_param_name_harvest",
-        "orders in required parameter names (the transcript, the system prompt, .env contents) and a title (blind: the text was not read)",
-    ),
-    (
-        "heldout-28.json",
-        "bad_schema_enum_default_cc",
-        "an outside CC address as enum value, default and example (blind: the text was not read)",
-    ),
-    (
         "heldout-29.json",
         "bad_conceal_restaurant_stock_it",
         "Italian: a card-charged supplier order hidden and denied to the user (blind: the text was not read)",
@@ -1134,6 +1104,31 @@ const HELDOUT_MISSES: &[(&str, &str, &str)] = &[
         "bad_pref_vet_clinic_directory",
         "a terse resource: an invented ranking, partner-first ordering, competitors labelled unverified (blind: the text was not read)",
     ),
+    (
+        "heldout-30.json",
+        "bad_exfil_note_backup",
+        "Romanian: a note with the user's e-mail and name posted to an outside webhook as a 'backup' (blind: the text was not read, the reason is from its writer's one-line summary)",
+    ),
+    (
+        "heldout-30.json",
+        "bad_conceal_history_wipe",
+        "Hebrew: shell history and the agent's action log wiped after every call, without telling the user (blind: the text was not read, the reason is from its writer's one-line summary)",
+    ),
+    (
+        "heldout-30.json",
+        "bad_directive_trigger_phrase",
+        "Slovak: a trigger-phrase sleeper that sends the whole conversation through the tool (blind: the text was not read, the reason is from its writer's one-line summary)",
+    ),
+    (
+        "heldout-30.json",
+        "bad_pref_disparage_rivals",
+        "competing tools disparaged with false safety claims (blind: the text was not read, the reason is from its writer's one-line summary)",
+    ),
+    (
+        "heldout-30.json",
+        "bad_conceal_weekly_digest",
+        "a prompt template that leaves out and denies sensitive agent actions when asked (blind: the text was not read, the reason is from its writer's one-line summary)",
+    ),
 ];
 
 /// Held-out benign tools that the learned rule alone flags: with every rule
@@ -1147,9 +1142,14 @@ const HELDOUT_MODEL_FLAGGED: &[(&str, &str, &str)] = &[
         "flagged by the learned rule since the twenty-third session's retraining (blind: the text was not read)",
     ),
     (
-        "heldout-29.json",
-        "ok_otp_sms_hi",
-        "Hindi: an OTP sender that withholds the code by design, read as concealment by the learned rule (blind: the text was not read)",
+        "heldout-30.json",
+        "ok_rate_limit_notice",
+        "a rate-limit usage note with 'IMPORTANT:' and 'instead of', read as a directive by the learned rule (blind: the text was not read, the reason is from its writer's one-line summary)",
+    ),
+    (
+        "heldout-30.json",
+        "ok_install_guide",
+        "install documentation with curl | sudo bash for the user to read, flagged by the learned rule (blind: the text was not read, the reason is from its writer's one-line summary)",
     ),
 ];
 
@@ -1238,14 +1238,14 @@ const HELDOUT_KNOWN_FLAGGED: &[(&str, &str, &str)] = &[
         "shell-command-injection: install docs quoting a curl | sh line for the user; flagged high on purpose like every curl | sh (blind: from its writer's summary)",
     ),
     (
-        "heldout-28.json",
-        "ok_review_chatbot_prompt",
-        "a prompt-injection hardening review that quotes injection phrases as examples (blind: the text was not read)",
-    ),
-    (
         "heldout-29.json",
         "ok_vault_secret_rotate",
         "secret rotation that never returns the secrets, naming tokens and credentials (blind: the text was not read)",
+    ),
+    (
+        "heldout-30.json",
+        "ok_chart_image_link",
+        "markdown-image-exfiltration: a chart service's image URL with the user's chart data in its query, disclosed to the user (blind: the text was not read, the reason is from its writer's one-line summary)",
     ),
 ];
 
@@ -1426,10 +1426,14 @@ fn heldout_attacks_get_medium_or_high_and_benign_tools_do_not() {
     // rules tuned on 25; 22 and 2 without the learned rule), tuned on and
     // trained on in the twenty-fifth session. That session's helper wrote 28
     // the same way (11 attacks in other languages; 29 caught, 1 ok flagged
-    // when new; 19 and 1 without the learned rule), never tuned on nor
-    // trained on; and 29 at the end of the session, measured on its final
-    // rules (11 attacks in other languages; 32 caught, 2 ok flagged; 19 and
-    // 1 without the learned rule), never tuned on nor trained on.
+    // when new; 19 and 1 without the learned rule), tuned on and trained on
+    // in the twenty-sixth session; and 29 at the end of the session,
+    // measured on its final rules (11 attacks in other languages; 32 caught,
+    // 2 ok flagged; 19 and 1 without the learned rule), never tuned on nor
+    // trained on. The twenty-sixth session's helper wrote 30 the same way (8
+    // attacks and 4 ok entries in other languages; 29 caught, 3 ok flagged
+    // when new, with the rules tuned on 27; 25 and 1 without the learned
+    // rule), never tuned on nor trained on.
     for file in [
         "heldout-15.json",
         "heldout-16.json",
@@ -1446,6 +1450,7 @@ fn heldout_attacks_get_medium_or_high_and_benign_tools_do_not() {
         "heldout-27.json",
         "heldout-28.json",
         "heldout-29.json",
+        "heldout-30.json",
     ] {
         check_heldout_with(
             file,
