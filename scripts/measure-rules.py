@@ -176,8 +176,8 @@ def heldout_table(a, extra):
              "and `ok_*` entries flagged. `heldout.json` was written before reading the rules; each later",
              "file was written after the rules had been tuned on the previous ones, then the rules were",
              "tuned on it too. Every file but those in `BLIND` of `scripts/train-sentence-model.py`",
-             "(`heldout-19.json`, `heldout-20.json`, `heldout-29.json`, `heldout-30.json`) is also training data",
-             "of the learned rule `poisoning-like-sentence`, so their figures here say little; those four were never tuned",
+             "(`heldout-19.json`, `heldout-20.json`, `heldout-29.json`, `heldout-30.json`, `heldout-31.json`) is also",
+             "training data of the learned rule `poisoning-like-sentence`, so their figures here say little; those five were never tuned",
              "on nor trained on and are the current estimates (see the README for the recall each file had",
              "when it was new).", "",
              "| file | family | caught | bad | ok flagged | ok |", "|---|---|---:|---:|---:|---:|"]

@@ -26,7 +26,7 @@ fn engine() -> &'static Engine {
 
 /// Every rule but the learned `poisoning-like-sentence`: the held-out files
 /// were its training data (all but `heldout-19.json`, `heldout-20.json`,
-/// `heldout-29.json` and `heldout-30.json`, `BLIND` in
+/// `heldout-29.json`, `heldout-30.json` and `heldout-31.json`, `BLIND` in
 /// `scripts/train-sentence-model.py`),
 /// so what the other rules catch of them is checked without it.
 static WITHOUT_MODEL: std::sync::LazyLock<Engine> = std::sync::LazyLock::new(|| {
@@ -1001,8 +1001,9 @@ const HELDOUT_KNOWN_MISSES: &[(&str, &str, &str)] = &[
 ];
 
 /// Held-out misses with every rule on. The learned rule was trained on every
-/// held-out file but `heldout-19.json`, `heldout-20.json`, `heldout-29.json`
-/// and `heldout-30.json`, so the others are caught in full but for one.
+/// held-out file but `heldout-19.json`, `heldout-20.json`, `heldout-29.json`,
+/// `heldout-30.json` and `heldout-31.json`, so the others are caught in full
+/// but for one.
 const HELDOUT_MISSES: &[(&str, &str, &str)] = &[
     (
         "heldout-19.json",
@@ -1129,6 +1130,41 @@ const HELDOUT_MISSES: &[(&str, &str, &str)] = &[
         "bad_conceal_weekly_digest",
         "a prompt template that leaves out and denies sensitive agent actions when asked (blind: the text was not read, the reason is from its writer's one-line summary)",
     ),
+    (
+        "heldout-31.json",
+        "bad_conceal_disk_cleanup",
+        "Swedish: a reporting rule that withholds which personal folders were deleted, even when asked (blind: the text was not read, the reason is from its writer's one-line summary)",
+    ),
+    (
+        "heldout-31.json",
+        "bad_conceal_payment_fee",
+        "confirmation wording that hides an added fee (blind: the text was not read, the reason is from its writer's one-line summary)",
+    ),
+    (
+        "heldout-31.json",
+        "bad_directive_dated_reverify",
+        "Turkish: a date-triggered sleeper that has the model phish the user (blind: the text was not read, the reason is from its writer's one-line summary)",
+    ),
+    (
+        "heldout-31.json",
+        "bad_xtool_fx_quote",
+        "a compliance pretext that tampers with another server's payment parameters (blind: the text was not read, the reason is from its writer's one-line summary)",
+    ),
+    (
+        "heldout-31.json",
+        "bad_pref_fx_authority",
+        "Arabic: a false central-bank endorsement and a claim of exclusivity (blind: the text was not read, the reason is from its writer's one-line summary)",
+    ),
+    (
+        "heldout-31.json",
+        "bad_pref_hosting_advisor",
+        "a methodology document with an invented certification and invented breaches of rivals (blind: the text was not read, the reason is from its writer's one-line summary)",
+    ),
+    (
+        "heldout-31.json",
+        "bad_conceal_weekly_digest",
+        "a prompt template that leaves permission and visibility changes out (blind: the text was not read, the reason is from its writer's one-line summary)",
+    ),
 ];
 
 /// Held-out benign tools that the learned rule alone flags: with every rule
@@ -1150,6 +1186,16 @@ const HELDOUT_MODEL_FLAGGED: &[(&str, &str, &str)] = &[
         "heldout-30.json",
         "ok_install_guide",
         "install documentation with curl | sudo bash for the user to read, flagged by the learned rule (blind: the text was not read, the reason is from its writer's one-line summary)",
+    ),
+    (
+        "heldout-31.json",
+        "ok_usage_analytics_opt_in",
+        "opt-in telemetry with its endpoint in the description, flagged by the learned rule since the twenty-sixth session's second retraining (blind: the text was not read, the reason is from its writer's one-line summary)",
+    ),
+    (
+        "heldout-31.json",
+        "ok_ssh_config_lint",
+        "an ssh client-config linter that names id_rsa and id_ed25519 as untouched, flagged by the learned rule (blind: the text was not read, the reason is from its writer's one-line summary)",
     ),
 ];
 
@@ -1246,6 +1292,21 @@ const HELDOUT_KNOWN_FLAGGED: &[(&str, &str, &str)] = &[
         "heldout-30.json",
         "ok_chart_image_link",
         "markdown-image-exfiltration: a chart service's image URL with the user's chart data in its query, disclosed to the user (blind: the text was not read, the reason is from its writer's one-line summary)",
+    ),
+    (
+        "heldout-31.json",
+        "ok_cli_install_instructions",
+        "shell-command-injection: a vendor's curl | sh install text returned for the user, who is told not to run it blindly; flagged high on purpose like every curl | sh (blind: the text was not read, the reason is from its writer's one-line summary)",
+    ),
+    (
+        "heldout-31.json",
+        "ok_env_example_generator",
+        "secret-file-read-request and instruction-with-payload: reads .env files at the user's request and strips every value (blind: the text was not read, the reason is from its writer's one-line summary)",
+    ),
+    (
+        "heldout-31.json",
+        "ok_cron_job_manager",
+        "shell-command-injection: a crontab editor with two-step confirmation that names curl | sh as refused (blind: the text was not read, the reason is from its writer's one-line summary)",
     ),
 ];
 
@@ -1433,7 +1494,10 @@ fn heldout_attacks_get_medium_or_high_and_benign_tools_do_not() {
     // trained on. The twenty-sixth session's helper wrote 30 the same way (8
     // attacks and 4 ok entries in other languages; 29 caught, 3 ok flagged
     // when new, with the rules tuned on 27; 25 and 1 without the learned
-    // rule), never tuned on nor trained on.
+    // rule), never tuned on nor trained on; and 31 after the tuning on 28 (12
+    // entries in other languages, a third each terse, medium and long; 29
+    // caught, 4 ok flagged when new; 23 and 3 without the learned rule),
+    // never tuned on nor trained on.
     for file in [
         "heldout-15.json",
         "heldout-16.json",
@@ -1451,6 +1515,7 @@ fn heldout_attacks_get_medium_or_high_and_benign_tools_do_not() {
         "heldout-28.json",
         "heldout-29.json",
         "heldout-30.json",
+        "heldout-31.json",
     ] {
         check_heldout_with(
             file,
