@@ -14,6 +14,8 @@
 //! Run: `cargo bench --bench rules`. `MCPLINT_BENCH_ONLY=real` or
 //! `MCPLINT_BENCH_ONLY=generated` runs one of the two corpora, and
 //! `MCPLINT_BENCH_MEMO=on` or `off` one of the two modes, and
+//! `MCPLINT_BENCH_RULES=DIR` adds the rule files of DIR, as `--rules DIR`
+//! does (a user's rules with `applies_to` or `tools` globs cost more), and
 //! `MCPLINT_BENCH_THREADS=N` checks the servers on N threads (for profiling, e.g.
 //! under `valgrind --tool=callgrind --toggle-collect=mcplint::rules::engine::Engine::check`,
 //! where each mode is one warm-up check and at least three more). Prints tools per second by wall clock and,
@@ -144,7 +146,11 @@ fn main() {
     // MCPLINT_BENCH_CODE_ONLY=1 measures the code rules alone (no declarative rules).
     let patterns = std::env::var_os("MCPLINT_BENCH_CODE_ONLY").is_none();
     let only = std::env::var("MCPLINT_BENCH_ONLY").unwrap_or_default();
-    let mut engine = build_engine(&[], patterns).expect("rules compile");
+    let user: Vec<std::path::PathBuf> = std::env::var_os("MCPLINT_BENCH_RULES")
+        .into_iter()
+        .map(Into::into)
+        .collect();
+    let mut engine = build_engine(&user, patterns).expect("rules compile");
     // MCPLINT_BENCH_THREADS=N spreads the servers over N threads (the target
     // is for one, the default).
     engine.set_threads(threads());

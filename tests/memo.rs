@@ -86,7 +86,7 @@ fn one_text_in_different_places_gets_its_own_findings() {
 /// A user rule that applies to descriptions only: an equal text in a title
 /// is not flagged by it, however the memo met the text first.
 #[test]
-fn user_rule_globs_are_part_of_the_memo_key() {
+fn user_rule_globs_are_honoured_with_the_memo() {
     let rules = tempfile::tempdir().expect("tempdir");
     std::fs::write(
         rules.path().join("zebra.toml"),

@@ -1190,27 +1190,39 @@ impl Engine {
         memo: &mut TextMemo,
     ) {
         if !self.memo || !self.contexts_known {
-            return self.check_field_afresh(scope, field, tool, norm, sink);
+            self.check_field_afresh(scope, field, tool, norm, sink);
+            return;
         }
+        // The key: the text, whether it is a key, and what the rules read of
+        // its path. A user rule's `applies_to` and `tools` globs are not part
+        // of it: a text whose check asked such a rule is not kept (below).
         let ctx = memo.context();
         ctx.push(u32::from(field.is_key));
         ctx.extend(self.path_contexts.iter().map(|f| f(field.path)));
-        self.patterns.context(field.path, tool, ctx);
         let slot = match memo.get(&field.text) {
             Ok(found) => return sink.replay(scope, field.node, found),
             Err(slot) => slot,
         };
         if !memo.has_room(field.text.len()) {
-            return self.check_field_afresh(scope, field, tool, norm, sink);
+            self.check_field_afresh(scope, field, tool, norm, sink);
+            return;
         }
         sink.start_recording();
-        self.check_field_afresh(scope, field, tool, norm, sink);
-        if let Some(found) = sink.take_recorded(field.node) {
+        let read_path = self.check_field_afresh(scope, field, tool, norm, sink);
+        let found = sink.take_recorded(field.node);
+        // Findings that depend on the field's path or tool (a rule with globs
+        // was asked about it) are not reused: the text is checked afresh
+        // wherever it appears. Matching every field's path against the globs
+        // to key on their answers made a check about a third slower even for
+        // texts that no such rule reads.
+        if let (false, Some(found)) = (read_path, found) {
             memo.insert(slot, &field.text, found);
         }
     }
 
-    /// [`Engine::check_field`] without the memo.
+    /// [`Engine::check_field`] without the memo. Returns true if a rule with
+    /// globs was asked whether it takes the field in (see
+    /// [`PatternSet::check`]).
     fn check_field_afresh(
         &self,
         scope: &Scope<'_>,
@@ -1218,11 +1230,11 @@ impl Engine {
         tool: Option<&str>,
         norm: &mut Normalized,
         sink: &mut Sink,
-    ) {
-        self.check_text_rules(scope, field, tool, norm, sink);
+    ) -> bool {
+        let mut read_path = self.check_text_rules(scope, field, tool, norm, sink);
         // Still the field's own normalisation: blobs need a long enough run.
         if norm.blob_run < crate::rules::decoded::B64_MIN.min(2 * crate::rules::decoded::HEX_MIN) {
-            return;
+            return read_path;
         }
         for d in crate::rules::decoded::nested_with_runs(&field.text, norm.blob_run, norm.hex_run) {
             let inner = Field {
@@ -1235,11 +1247,14 @@ impl Engine {
                 node: field.node,
                 decoded: d,
             });
-            self.check_text_rules(scope, &inner, tool, norm, sink);
+            read_path |= self.check_text_rules(scope, &inner, tool, norm, sink);
             sink.within = None;
         }
+        read_path
     }
 
+    /// The text rules over one text; true if a rule with globs was asked
+    /// whether it takes the field in.
     fn check_text_rules(
         &self,
         scope: &Scope<'_>,
@@ -1247,11 +1262,11 @@ impl Engine {
         tool: Option<&str>,
         norm: &mut Normalized,
         sink: &mut Sink,
-    ) {
+    ) -> bool {
         // Plain ASCII text's runs are counted in the pattern prefilter's loop
         // over it (a separate pass cost more than the loop itself).
         let mut runs = normalize_text_into(&field.text, norm).then(RunCounter::default);
-        self.patterns.check(
+        let read_path = self.patterns.check(
             scope,
             field,
             norm,
@@ -1267,6 +1282,7 @@ impl Engine {
         for &i in &self.text_rules {
             self.rules[i].check_text(scope, field, norm, sink);
         }
+        read_path
     }
 
     fn post_subject(&self, scope: &Scope<'_>, from: usize, sink: &mut Sink) {

@@ -7,19 +7,27 @@
 //! server repeats nearly everything. The built-in text rules (the declarative
 //! rules, the learned rule, hidden-content checks) read a field's text,
 //! whether it is a key, and what [`crate::rules::engine::Rule::text_context`]
-//! and [`crate::rules::pattern::PatternSet::context`] say they read of its
-//! path and tool, and nothing else. So the engine keys their findings on
-//! exactly that, and for an equal key places the same findings (rule,
-//! message, notes, and the range within the decoded text) on the new field's
-//! bytes. A rule that does not declare what it reads (`text_context` is
-//! `TextContext::Any`, the default) turns the memo off.
+//! says they read of its path, and nothing else. So the engine keys their
+//! findings on exactly that, and for an equal key places the same findings
+//! (rule, message, notes, and the range within the decoded text) on the new
+//! field's bytes. A rule that does not declare what it reads (`text_context`
+//! is `TextContext::Any`, the default) turns the memo off.
+//!
+//! A user's rule file can also limit a rule to some fields and tools by
+//! globs (`applies_to`, `tools`). Those are asked only where the rule's
+//! literals occur in a text ([`crate::rules::pattern::PatternSet::check`]
+//! says when), and a text for which one was asked is not kept: it is checked
+//! afresh wherever it appears. Keying every field on the globs' answers
+//! instead meant matching every field's path against them, which made a
+//! check of the 56 real servers about a third slower with a single such
+//! rule, whether or not its literals occurred.
 //!
 //! The memo lives for one [`crate::rules::engine::Engine::check`] and holds
 //! about [`MAX_BYTES`] at most (texts, findings, and an allowance for each
 //! entry's bookkeeping); beyond that, fields are checked afresh. The budget
 //! counts bytes used: the two buffers grow by doubling, so what is allocated
-//! can reach about twice that, and the list of contexts (bounded by the
-//! combinations of user rules' globs) is not counted. A check
+//! can reach about twice that, and the short list of contexts is not
+//! counted. A check
 //! spread over several threads keeps one memo a thread, each with a share
 //! of that budget: a text repeated on servers that different threads check
 //! is checked once by each.
@@ -140,8 +148,8 @@ pub struct TextMemo {
     /// The context of the field being checked (see [`TextMemo::context`]).
     context: Vec<u32>,
     /// Every context met so far. Contexts are few (key or value, a value
-    /// slot, a user rule's globs): a list searched once per field, the
-    /// previous field's context first.
+    /// slot): a list searched once per field, the previous field's context
+    /// first.
     contexts: Vec<Box<[u32]>>,
     /// The index in `contexts` of the current context, once found.
     current: Option<usize>,

@@ -55,7 +55,7 @@
 
 use std::path::{Path, PathBuf};
 
-use globset::{Glob, GlobBuilder, GlobSet, GlobSetBuilder};
+use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 use miette::{NamedSource, SourceSpan};
 use regex::{Regex, RegexBuilder};
 use regex_automata::{meta, Anchored, Input};
@@ -188,9 +188,10 @@ pub struct PatternRule {
     applies: Option<GlobSet>,
     tools: Option<GlobSet>,
     /// Only property names (`names_only`): what the walk marks as a key. A
-    /// flag rather than an `applies_to` glob over `…/#name`, because a glob
-    /// makes every field's path go through the glob sets first (a built-in
-    /// rule with one cost a third of a check's time).
+    /// flag rather than an `applies_to` glob over `…/#name`: whether a field
+    /// is a key is part of the memo's key, while a text that a rule with
+    /// globs reads is checked afresh wherever it appears (see
+    /// [`crate::rules::memo`]).
     names_only: bool,
     /// The patterns, compiled by `regex-automata` directly: an anchored search
     /// from a given offset (see [`PatternSet::matches`]) needs its `Input`.
@@ -516,12 +517,6 @@ pub struct PatternSet {
     /// The gates that one-byte literal `k` opens, as `(word, bits)` of
     /// `opened` (see `closed`).
     byte_gates: Vec<Vec<(u32, u64)>>,
-    /// The rules with `applies_to` or `tools` globs (see [`PatternSet::context`]).
-    globbed: Vec<u32>,
-    /// Their `applies_to` globs, as one set.
-    applies_index: GlobIndex,
-    /// Their `tools` globs, as one set.
-    tools_index: GlobIndex,
 }
 
 /// A literal automaton and what each of its match states means.
@@ -1248,12 +1243,11 @@ fn glob_set(
     name: &str,
     text: &str,
     globs: &[toml::Spanned<String>],
-) -> Result<Option<(GlobSet, Vec<Glob>)>, RuleFileError> {
+) -> Result<Option<GlobSet>, RuleFileError> {
     if globs.is_empty() {
         return Ok(None);
     }
     let mut b = GlobSetBuilder::new();
-    let mut all = Vec::new();
     for g in globs {
         let glob = GlobBuilder::new(g.get_ref())
             .literal_separator(true)
@@ -1267,45 +1261,11 @@ fn glob_set(
                     "this glob",
                 )
             })?;
-        b.add(glob.clone());
-        all.push(glob);
+        b.add(glob);
     }
     b.build()
-        .map(|set| Some((set, all)))
+        .map(Some)
         .map_err(|e| RuleFileError::new(name, text, None, format!("bad globs: {e}"), ""))
-}
-
-/// The `applies_to` (or `tools`) globs of every rule that has some, as one
-/// set: one match a field tells which rules take it in (see
-/// [`PatternSet::context`]), where a set per rule cost one match per rule.
-struct GlobIndex {
-    set: GlobSet,
-    /// The rule (an index into [`PatternSet`]'s `globbed`) of each glob.
-    owner: Vec<u32>,
-}
-
-impl GlobIndex {
-    fn new(globs: Vec<(u32, Glob)>) -> Result<GlobIndex, RuleFileError> {
-        let mut b = GlobSetBuilder::new();
-        let mut owner = Vec::with_capacity(globs.len());
-        for (o, g) in globs {
-            b.add(g);
-            owner.push(o);
-        }
-        let set = b
-            .build()
-            .map_err(|e| RuleFileError::plain("rules", format!("bad globs: {e}")))?;
-        Ok(GlobIndex { set, owner })
-    }
-
-    /// Sets `hit[k]` for each rule `k` with a glob that matches `s`.
-    fn mark(&self, s: &str, scratch: &mut Vec<usize>, hit: &mut [bool]) {
-        scratch.clear();
-        self.set.matches_into(s, scratch);
-        for &g in scratch.iter() {
-            hit[self.owner[g] as usize] = true;
-        }
-    }
 }
 
 /// Compiles a rule pattern. `\b` becomes an ASCII word boundary: a Unicode
@@ -1469,10 +1429,6 @@ impl PatternSet {
         let mut gate_bit: Vec<u32> = Vec::new();
         let mut need = Vec::new();
         let mut patterns = 0usize;
-        // The rules with globs, and their globs with the rule's index among them.
-        let mut globbed: Vec<u32> = Vec::new();
-        let mut applies_index: Vec<(u32, Glob)> = Vec::new();
-        let mut tools_index: Vec<(u32, Glob)> = Vec::new();
         for (name, text, origin) in sources {
             let f: RuleFile = toml::from_str(&text).map_err(|e| {
                 let span = e.span();
@@ -1601,14 +1557,8 @@ impl PatternSet {
                     Built::new(&e.text, regex, &origin).map_err(|err| regex_error(p, &e, err))?,
                 );
             }
-            let (applies, applies_globs) = glob_set(&name, &text, &f.applies_to)?.unzip();
-            let (tools, tools_globs) = glob_set(&name, &text, &f.tools)?.unzip();
-            if applies_globs.is_some() || tools_globs.is_some() {
-                let k = globbed.len() as u32;
-                globbed.push(rules.len() as u32);
-                applies_index.extend(applies_globs.into_iter().flatten().map(|g| (k, g)));
-                tools_index.extend(tools_globs.into_iter().flatten().map(|g| (k, g)));
-            }
+            let applies = glob_set(&name, &text, &f.applies_to)?;
+            let tools = glob_set(&name, &text, &f.tools)?;
             rules.push(PatternRule {
                 meta: RuleMeta {
                     id: id.clone(),
@@ -1668,12 +1618,7 @@ impl PatternSet {
         }
         let full = Prefilter::new(&lits, &gate_bit, |l| !marked.contains(l));
         let ascii = Prefilter::new(&lits, &gate_bit, |l| l.is_ascii() && !marked.contains(l));
-        let applies_index = GlobIndex::new(applies_index)?;
-        let tools_index = GlobIndex::new(tools_index)?;
         Ok(PatternSet {
-            globbed,
-            applies_index,
-            tools_index,
             rules,
             full,
             ascii,
@@ -1887,6 +1832,12 @@ impl PatternSet {
     /// Matches one field and reports into `out`. One finding per rule per field.
     /// `runs`, if given, is pushed every byte of `norm.text` (see
     /// [`crate::rules::normalize::normalize_text_into`]).
+    ///
+    /// Returns true if a rule with `applies_to` or `tools` globs was asked
+    /// whether it takes the field in, that is if the findings may depend on
+    /// the field's path or tool and not only on its text (see
+    /// [`crate::rules::memo`]). A rule is asked only where its literals
+    /// occur, so a field's globs are matched only then.
     #[allow(clippy::too_many_arguments)]
     pub fn check(
         &self,
@@ -1897,9 +1848,17 @@ impl PatternSet {
         tool: Option<&str>,
         enabled: &dyn Fn(&str) -> bool,
         out: &mut Sink,
-    ) {
-        let applies =
-            |r: &PatternRule| enabled(&r.meta.id) && r.takes(field.path, tool, field.is_key);
+    ) -> bool {
+        let read_path = std::cell::Cell::new(false);
+        let applies = |r: &PatternRule| {
+            if !enabled(&r.meta.id) {
+                return false;
+            }
+            if r.applies.is_some() || r.tools.is_some() {
+                read_path.set(true);
+            }
+            r.takes(field.path, tool, field.is_key)
+        };
         self.matches(&norm.text, norm.plain, runs, &applies, &mut |r, (s, e)| {
             let (ds, de) = norm.to_decoded(s, e);
             out.emit(
@@ -1921,7 +1880,7 @@ impl PatternSet {
                 .filter(|h| h.kind == HiddenKind::Tag)
                 .collect();
             let (Some(first), Some(last)) = (tags.first(), tags.last()) else {
-                return;
+                return read_path.get();
             };
             self.matches(&hidden.text, false, None, &applies, &mut |r, _| {
                 let f = out.emit(
@@ -1938,36 +1897,7 @@ impl PatternSet {
                 ));
             });
         }
-    }
-
-    /// What the rules read of a field's path and tool besides its text, for
-    /// [`crate::rules::memo`]: appends to `ctx` whether each rule with
-    /// `applies_to` or `tools` globs takes the field in (nothing when no rule
-    /// has globs, as with the built-in ones).
-    pub fn context(&self, path: &str, tool: Option<&str>, ctx: &mut Vec<u32>) {
-        if self.globbed.is_empty() {
-            return;
-        }
-        thread_local! {
-            static SCRATCH: std::cell::RefCell<(Vec<usize>, Vec<bool>, Vec<bool>)> = Default::default();
-        }
-        SCRATCH.with_borrow_mut(|(found, applies, tools)| {
-            let n = self.globbed.len();
-            applies.clear();
-            applies.resize(n, false);
-            tools.clear();
-            tools.resize(n, false);
-            self.applies_index.mark(path, found, applies);
-            if let Some(t) = tool {
-                self.tools_index.mark(t, found, tools);
-            }
-            for (k, &r) in self.globbed.iter().enumerate() {
-                let r = &self.rules[r as usize];
-                // `tools[k]` stays false without a tool, as in `applies_at`.
-                let takes = (r.applies.is_none() || applies[k]) && (r.tools.is_none() || tools[k]);
-                ctx.push(u32::from(takes));
-            }
-        });
+        read_path.get()
     }
 
     /// Runs every rule's own test cases.
@@ -2026,54 +1956,6 @@ mod tests {
             assert_eq!((&plain.present, &plain.starts), (&sc.present, &sc.starts));
         }
         sc
-    }
-
-    /// The combined glob sets of [`PatternSet::context`] take a field in
-    /// exactly when each rule's own globs do.
-    #[test]
-    fn context_agrees_with_each_rules_globs() {
-        let rule = |id: &str, globs: &str| {
-            let text = format!(
-                "id = \"{id}\"\nsummary = \"s\"\nseverity = \"low\"\nmessage = \"m\"\n{globs}\npatterns = ['zebra']\n[docs]\nwhat = \"w\"\nwhy = \"w\"\nexample = \"w\"\nremedy = \"w\"\n[tests]\nmatch = [\"zebra\"]\nno_match = [\"horse\"]\n"
-            );
-            (format!("{id}.toml"), text, Origin::Builtin)
-        };
-        let set = PatternSet::compile(vec![
-            rule("plain", ""),
-            rule(
-                "descriptions",
-                "applies_to = [\"tools/*/description\", \"prompts/**\"]",
-            ),
-            rule("getters", "tools = [\"get_*\"]"),
-            rule(
-                "both",
-                "applies_to = [\"tools/*/inputSchema/**\"]\ntools = [\"*_user\", \"x*\"]",
-            ),
-        ])
-        .expect("rules compile");
-        let paths = [
-            "tools/get_user/description",
-            "tools/get_user/inputSchema/properties/id/description",
-            "tools/x/title",
-            "prompts/p/arguments/0/description",
-            "instructions",
-        ];
-        let mut seen = std::collections::BTreeSet::new();
-        for path in paths {
-            for tool in [None, Some("get_user"), Some("xray"), Some("list")] {
-                let mut ctx = Vec::new();
-                set.context(path, tool, &mut ctx);
-                let want: Vec<u32> = set
-                    .rules
-                    .iter()
-                    .filter(|r| r.applies.is_some() || r.tools.is_some())
-                    .map(|r| u32::from(r.applies_at(path, tool)))
-                    .collect();
-                assert_eq!(ctx, want, "{path} {tool:?}");
-                seen.insert(ctx);
-            }
-        }
-        assert!(seen.len() >= 4, "the cases tell the rules apart: {seen:?}");
     }
 
     /// Built-in patterns are compiled at first use (see [`Built`]): each
