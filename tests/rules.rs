@@ -1002,8 +1002,7 @@ const HELDOUT_KNOWN_MISSES: &[(&str, &str, &str)] = &[
 
 /// Held-out misses with every rule on. The learned rule was trained on every
 /// held-out file but `heldout-19.json`, `heldout-20.json`, `heldout-29.json`,
-/// `heldout-30.json` and `heldout-31.json`, so the others are caught in full
-/// but for one.
+/// `heldout-30.json` and `heldout-31.json`, so the others are caught in full.
 const HELDOUT_MISSES: &[(&str, &str, &str)] = &[
     (
         "heldout-19.json",

@@ -92,7 +92,7 @@ fn next_long_run(bytes: &[u8], from: usize, min: usize) -> Option<usize> {
 /// cost more than all the declarative rules together.)
 ///
 /// Either run lies inside a run of bytes of either alphabet that is at
-/// least as long, so only those ([`next_long_run`]) are looked into. There,
+/// least as long, so only those (`next_long_run`) are looked into. There,
 /// one pass: the current run of each alphabet is tracked, and the first run
 /// to reach `min` bytes is the one with the leftmost start (a run that begins
 /// at `p` reaches `min` at `p + min`); when both reach it at once they begin
