@@ -20,6 +20,7 @@ are reported apart from the shared data.
 import argparse
 import collections
 import glob
+import importlib.util
 import json
 import os
 import subprocess
@@ -166,18 +167,32 @@ def main():
         os.replace(tmpf, a.out)
 
 
+def blind_files():
+    """`BLIND` of scripts/train-sentence-model.py: the held-out files never
+    trained on, read from the script itself so that the table's prose cannot
+    go stale."""
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "train-sentence-model.py")
+    spec = importlib.util.spec_from_file_location("train_sentence_model", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.BLIND
+
+
 def heldout_table(a, extra):
     """Per-family recall and benign flags on the project's held-out fixtures."""
     files = sorted(glob.glob(a.heldout), key=lambda p: (len(p), p))
     if not files:
         return []
+    blind = blind_files()
+    count = {1: "one", 2: "two", 3: "three", 4: "four", 5: "five", 6: "six"}.get(len(blind), str(len(blind)))
     lines = ["", "## Held-out fixtures written by the project", "",
              "`bad_<family>_*` entries (tools, prompts, resources) caught with a medium or high finding,",
              "and `ok_*` entries flagged. `heldout.json` was written before reading the rules; each later",
              "file was written after the rules had been tuned on the previous ones, then the rules were",
              "tuned on it too. Every file but those in `BLIND` of `scripts/train-sentence-model.py`",
-             "(`heldout-19.json`, `heldout-20.json`, `heldout-29.json`, `heldout-30.json`, `heldout-31.json`) is also",
-             "training data of the learned rule `poisoning-like-sentence`, so their figures here say little; those five were never tuned",
+             "(" + ", ".join(f"`{b}`" for b in blind) + ") is also",
+             "training data of the learned rule `poisoning-like-sentence`, so their figures here say little; "
+             f"those {count} were never tuned",
              "on nor trained on and are the current estimates (see the README for the recall each file had",
              "when it was new).", "",
              "| file | family | caught | bad | ok flagged | ok |", "|---|---|---:|---:|---:|---:|"]
