@@ -9,10 +9,12 @@
 //! that singles out the states where a literal ends (they are numbered
 //! last), so a scan is a tight loop that only records those states.
 
-/// The transition table: `next[(state << shift) + class]` is the next state;
-/// the last entry of a match state's row is its index among the match
-/// states. Rows are a power of two long so that a shift, not a multiply,
-/// finds one. Two-byte entries while the states fit, four-byte ones beyond:
+/// The transition table: `next[(state << shift) + class]` is the next state.
+/// Rows are a power of two long so that a shift, not a multiply, finds one.
+/// Match states are numbered last, so one comparison tells them apart, and
+/// a scan reports the state itself (until 2026-12-03 the row's last entry
+/// held the state's index among the match states: a second load per match,
+/// in the row's other cache line for most classes). Two-byte entries while the states fit, four-byte ones beyond:
 /// the scan waits on one load per byte, and the smaller the table the more of
 /// it stays in cache (with the 358 built-in patterns of 2026-11-30 the ASCII
 /// automaton had 7,553 states of 64 entries: 967 KB). Cutting the literals
@@ -55,9 +57,15 @@ impl LiteralDfa {
                 used[usize::from(b)] = true;
             }
         }
+        // Classes in the order of how often their byte occurs in text, most
+        // often first (space, then English letter frequency, then common
+        // punctuation, then the rest by value): a row's first 32 entries
+        // (one cache line) then hold the transitions that nearly all bytes
+        // take, so a scan touches one line of most rows rather than two.
         let mut classes = 1usize;
-        for b in 0..256 {
-            if used[b] {
+        let common = b" etaoinshrdlcumwfgypbvkjxqz._-,";
+        for b in common.iter().map(|&b| usize::from(b)).chain(0..256) {
+            if used[b] && class[b] == 0 {
                 class[b] = classes as u16;
                 classes += 1;
             }
@@ -116,7 +124,7 @@ impl LiteralDfa {
         let mut order: Vec<usize> = (0..states).filter(|&s| ends[s].is_empty()).collect();
         let first_match = order.len();
         order.extend((0..states).filter(|&s| !ends[s].is_empty()));
-        let shift = (classes + 1).next_power_of_two().trailing_zeros();
+        let shift = classes.next_power_of_two().trailing_zeros();
         let row = 1usize << shift;
         let mut new_id = vec![0u32; states];
         for (n, &s) in order.iter().enumerate() {
@@ -131,9 +139,9 @@ impl LiteralDfa {
                     .iter()
                     .map(|&t| new_id[t as usize]),
             );
-            table.extend(std::iter::repeat_n(0, row - stride - 1));
-            // The match index (meaningless for other states).
-            table.push((out_start.len() - 1) as u32);
+            table.extend(std::iter::repeat_n(0, row - stride));
+            // Match states come last, in this order: the `m`th is
+            // `first_match + m` (see `Table`).
             if !ends[s].is_empty() {
                 let mut o = ends[s].clone();
                 o.sort_unstable();
@@ -157,9 +165,9 @@ impl LiteralDfa {
         }
     }
 
-    /// Number of match states (see [`LiteralDfa::scan`]).
-    pub fn match_states(&self) -> usize {
-        self.out_start.len() - 1
+    /// The match states' numbers (see [`LiteralDfa::scan`]), in order.
+    pub fn match_states(&self) -> std::ops::Range<u32> {
+        self.first_match..self.first_match + (self.out_start.len() - 1) as u32
     }
 
     /// Appends `(end, m)` to `out` for every offset `end` (one past the last
@@ -199,20 +207,20 @@ impl LiteralDfa {
         out: &mut Vec<(u32, u32)>,
         mut each: impl FnMut(u8),
     ) {
-        let (shift, last) = (self.shift, (1usize << self.shift) - 1);
+        let (shift, first_match) = (self.shift, self.first_match as usize);
         let mut s = 0usize;
         for (i, &b) in text.iter().enumerate() {
             s = next[(s << shift) + usize::from(self.class[usize::from(b)])].into() as usize;
             each(b);
-            if s >= self.first_match as usize {
-                out.push((i as u32 + 1, next[(s << shift) + last].into()));
+            if s >= first_match {
+                out.push((i as u32 + 1, s as u32));
             }
         }
     }
 
     /// The literals that end where match state `m` is reached.
     pub fn outputs(&self, m: u32) -> &[u32] {
-        let m = m as usize;
+        let m = (m - self.first_match) as usize;
         &self.outs[self.out_start[m] as usize..self.out_start[m + 1] as usize]
     }
 }

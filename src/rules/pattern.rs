@@ -551,7 +551,7 @@ impl Prefilter {
         // their prefixes with the literal's length.
         let (mut state_gate_start, mut state_gates) = (vec![0u32], Vec::new());
         let (mut state_prefix_start, mut state_prefixes) = (vec![0u32], Vec::new());
-        for m in 0..dfa.match_states() as u32 {
+        for m in dfa.match_states() {
             let mut gates: Vec<u32> = Vec::new();
             for &l in dfa.outputs(m) {
                 let (lit, gs, ps) = lits[l as usize];
@@ -571,11 +571,15 @@ impl Prefilter {
         }
     }
 
-    fn gates(&self, m: usize) -> &[(u32, u64)] {
+    /// The gates that match state `m` opens.
+    fn gates(&self, m: u32) -> &[(u32, u64)] {
+        let m = (m - self.dfa.match_states().start) as usize;
         &self.state_gates[self.state_gate_start[m] as usize..self.state_gate_start[m + 1] as usize]
     }
 
-    fn prefixes(&self, m: usize) -> &[(u32, u32)] {
+    /// The prefix literals that end where match state `m` is reached.
+    fn prefixes(&self, m: u32) -> &[(u32, u32)] {
+        let m = (m - self.dfa.match_states().start) as usize;
         &self.state_prefixes
             [self.state_prefix_start[m] as usize..self.state_prefix_start[m + 1] as usize]
     }
@@ -1732,7 +1736,7 @@ impl PatternSet {
             }
         };
         for &(_, m) in hits.iter() {
-            open(pre.gates(m as usize));
+            open(pre.gates(m));
         }
         while marked != 0 {
             open(&self.byte_gates[marked.trailing_zeros() as usize]);
@@ -1746,7 +1750,7 @@ impl PatternSet {
         }
         let bytes = text.as_bytes();
         for &(end, m) in hits.iter() {
-            for &(p, len) in pre.prefixes(m as usize) {
+            for &(p, len) in pre.prefixes(m) {
                 let at = end - len;
                 if bit(present, p as usize)
                     && !(bit(&self.bounded, p as usize) && inside_word(bytes, at as usize))
