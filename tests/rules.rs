@@ -1017,7 +1017,7 @@ const HELDOUT_MISSES: &[(&str, &str, &str)] = &[
     (
         "heldout-19.json",
         "bad_conceal_invoice_fee_ja",
-        "caught by the learned rule alone until the twenty-seventh session's retraining (blind: the text was not read)",
+        "caught by the learned rule alone until the twenty-seventh session's first retraining (blind: the text was not read)",
     ),
     (
         "heldout-19.json",
@@ -1028,11 +1028,6 @@ const HELDOUT_MISSES: &[(&str, &str, &str)] = &[
         "heldout-19.json",
         "bad_xtool_read_file_deprecated_zh",
         "Chinese: another tool declared deprecated; caught by the learned rule alone in some retrainings (blind: the text was not read)",
-    ),
-    (
-        "heldout-19.json",
-        "bad_xtool_preflight_ctx",
-        "caught by the learned rule alone until the twenty-fifth session's retraining (set 27 added to training) put it under the threshold (blind: the text was not read)",
     ),
     (
         "heldout-19.json",
@@ -1112,7 +1107,7 @@ const HELDOUT_MISSES: &[(&str, &str, &str)] = &[
     (
         "heldout-30.json",
         "bad_secret_browser_session",
-        "caught by the learned rule alone until the twenty-seventh session's retraining (blind: the text was not read)",
+        "caught by the learned rule alone until the twenty-seventh session's first retraining (blind: the text was not read)",
     ),
     (
         "heldout-30.json",
@@ -1137,7 +1132,7 @@ const HELDOUT_MISSES: &[(&str, &str, &str)] = &[
     (
         "heldout-30.json",
         "bad_pref_translate_default",
-        "caught by the learned rule alone until the twenty-seventh session's retraining (blind: the text was not read)",
+        "caught by the learned rule alone until the twenty-seventh session's first retraining (blind: the text was not read)",
     ),
     (
         "heldout-30.json",
@@ -1209,7 +1204,7 @@ const HELDOUT_MODEL_FLAGGED: &[(&str, &str, &str)] = &[
     (
         "heldout-29.json",
         "ok_otp_sms_hi",
-        "flagged by the learned rule since the twenty-seventh session's retraining (blind: the text was not read)",
+        "flagged by the learned rule since the twenty-seventh session's first retraining (blind: the text was not read)",
     ),
     (
         "heldout-30.json",
@@ -1516,7 +1511,8 @@ fn heldout_attacks_get_medium_or_high_and_benign_tools_do_not() {
     // rule), never tuned on nor trained on; and 31 after the tuning on 28 (12
     // entries in other languages, a third each terse, medium and long; 29
     // caught, 4 ok flagged when new; 23 and 3 without the learned rule),
-    // never tuned on nor trained on.
+    // tuned on and trained on in the twenty-seventh session, whose helpers
+    // wrote 32 and 33 (see the comments in the list).
     for file in [
         "heldout-15.json",
         "heldout-16.json",

@@ -14,8 +14,9 @@
 /// Match states are numbered last, so one comparison tells them apart, and
 /// a scan reports the state itself (until 2026-12-03 the row's last entry
 /// held the state's index among the match states: a second load per match,
-/// in the row's other cache line for most classes). Two-byte entries while the states fit, four-byte ones beyond:
-/// the scan waits on one load per byte, and the smaller the table the more of
+/// in the row's other cache line for most classes). Two-byte entries while
+/// the states fit, four-byte ones beyond: the scan waits on one load per
+/// byte, and the smaller the table the more of
 /// it stays in cache (with the 358 built-in patterns of 2026-11-30 the ASCII
 /// automaton had 7,553 states of 64 entries: 967 KB). Cutting the literals
 /// to their first 8, 6, 5 or 4 bytes (5,097 down to 1,871 states) did not
@@ -59,9 +60,10 @@ impl LiteralDfa {
         }
         // Classes in the order of how often their byte occurs in text, most
         // often first (space, then English letter frequency, then common
-        // punctuation, then the rest by value): a row's first 32 entries
-        // (one cache line) then hold the transitions that nearly all bytes
-        // take, so a scan touches one line of most rows rather than two.
+        // punctuation, then the rest by value): the transitions that nearly
+        // all bytes take are then a row's first 64 bytes (with two-byte
+        // entries), which span one or two cache lines (the table is not
+        // aligned to a line) where they spanned three or four.
         let mut classes = 1usize;
         let common = b" etaoinshrdlcumwfgypbvkjxqz._-,";
         for b in common.iter().map(|&b| usize::from(b)).chain(0..256) {

@@ -523,14 +523,17 @@ pub struct PatternSet {
 struct Prefilter {
     dfa: LiteralDfa,
     /// The gates opened where match state `m` is reached are the bits
-    /// `state_gates[state_gate_start[m]..state_gate_start[m + 1]]`, each a
-    /// `(word, bits)` of the `opened` bit set (see [`PatternSet`]'s `closed`).
+    /// `state_gates[state_gate_start[i]..state_gate_start[i + 1]]`, `i` being
+    /// `m`'s index among the match states (`m` less the first match state's
+    /// number, see [`LiteralDfa::match_states`]), each a `(word, bits)` of
+    /// the `opened` bit set (see [`PatternSet`]'s `closed`).
     state_gate_start: Vec<u32>,
     /// See `state_gate_start`.
     state_gates: Vec<(u32, u64)>,
     /// The `(pattern, literal length)` of the prefix literals that end where
     /// match state `m` is reached are
-    /// `state_prefixes[state_prefix_start[m]..state_prefix_start[m + 1]]`.
+    /// `state_prefixes[state_prefix_start[i]..state_prefix_start[i + 1]]`,
+    /// `i` as for `state_gate_start`.
     state_prefix_start: Vec<u32>,
     /// See `state_prefix_start`.
     state_prefixes: Vec<(u32, u32)>,
