@@ -570,6 +570,81 @@ fn published_attack_paraphrases_get_medium_or_high() {
     }
 }
 
+/// Honest sentences written close to the twenty-eighth session's new patterns
+/// by two review helpers (`honest-stress-28.json`: 220 by the first, 229 by
+/// the second, one per tool). The patterns as first written flagged 144 and
+/// 162 of them; these are the ones flagged with every rule now, most of them
+/// read exactly like the attack with a justification in the next clause (see
+/// the README). A pattern that flags another one of them fails here: narrow
+/// it, or list the sentence with a reason in the commit.
+const HONEST_STRESS_FLAGGED: &[&str] = &[
+    "ok_r1_062",
+    "ok_r1_078",
+    "ok_r1_093",
+    "ok_r1_094",
+    "ok_r1_096",
+    "ok_r1_137",
+    "ok_r1_142",
+    "ok_r1_143",
+    "ok_r2_001",
+    "ok_r2_056",
+    "ok_r2_071",
+    "ok_r2_075",
+    "ok_r2_090",
+    "ok_r2_092",
+    "ok_r2_096",
+    "ok_r2_099",
+    "ok_r2_100",
+    "ok_r2_101",
+    "ok_r2_102",
+    "ok_r2_103",
+    "ok_r2_104",
+    "ok_r2_105",
+    "ok_r2_106",
+    "ok_r2_108",
+    "ok_r2_110",
+    "ok_r2_111",
+    "ok_r2_112",
+    "ok_r2_113",
+    "ok_r2_114",
+    "ok_r2_124",
+    "ok_r2_138",
+    "ok_r2_141",
+    "ok_r2_142",
+    "ok_r2_155",
+    "ok_r2_156",
+    "ok_r2_157",
+    "ok_r2_163",
+    "ok_r2_164",
+    "ok_r2_169",
+    "ok_r2_170",
+    "ok_r2_171",
+    "ok_r2_172",
+    "ok_r2_173",
+    "ok_r2_175",
+    "ok_r2_177",
+    "ok_r2_181",
+    "ok_r2_205",
+    "ok_r2_217",
+    "ok_r2_228",
+];
+
+#[test]
+fn honest_stress_sentences_stay_quiet() {
+    let (f, loaded) = check(&["tests/fixtures/rules/honest-stress-28.json"], false);
+    let names = tool_names(&loaded);
+    assert_eq!(names.len(), 449);
+    let flagged: Vec<&str> = names
+        .iter()
+        .map(String::as_str)
+        .filter(|n| {
+            f.iter()
+                .any(|x| x.name.as_deref() == Some(*n) && x.severity >= Severity::Medium)
+        })
+        .collect();
+    assert_eq!(flagged, HONEST_STRESS_FLAGGED);
+}
+
 /// Known misses of the held-out sets (file, tool, reason). The test asserts
 /// they are still missed, so a rule change that catches one must move it out
 /// of this list (and one that loses another must add it here, visibly).
