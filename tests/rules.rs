@@ -1597,8 +1597,8 @@ fn heldout_attacks_get_medium_or_high_and_benign_tools_do_not() {
     // entries in other languages, a third each terse, medium and long; 29
     // caught, 4 ok flagged when new; 23 and 3 without the learned rule),
     // tuned on and trained on in the twenty-seventh session, whose helpers
-    // wrote 32 and 33, and the twenty-eighth session's helper 34 (see the
-    // comments in the list).
+    // wrote 32 and 33, and the twenty-eighth session's helpers 34 and 35
+    // (see the comments in the list).
     for file in [
         "heldout-15.json",
         "heldout-16.json",

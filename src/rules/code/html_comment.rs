@@ -5,6 +5,7 @@ use std::sync::LazyLock;
 use regex::Regex;
 
 use super::code_rule;
+use crate::finding::Severity;
 use crate::rules::engine::{Field, Rule, RuleMeta, Scope, Sink, TextContext};
 use crate::rules::normalize::Normalized;
 
@@ -106,7 +107,6 @@ impl Rule for HtmlComment {
             .find(|m| hides_text(m.as_str()))
         {
             let (s, e) = norm.to_decoded(m.start(), m.end());
-            let marker = generator_marker(m.as_str());
             let f = out.emit(
                 scope,
                 &self.meta,
@@ -117,8 +117,8 @@ impl Rule for HtmlComment {
             );
             // Still hidden text, so still reported, but the most common honest
             // comment is not worth a review's medium.
-            if marker {
-                f.severity = crate::finding::Severity::Low;
+            if generator_marker(m.as_str()) {
+                f.severity = Severity::Low;
             }
         }
     }
