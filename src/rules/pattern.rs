@@ -196,6 +196,11 @@ pub struct PatternRule {
     /// The patterns, compiled by `regex-automata` directly: an anchored search
     /// from a given offset (see [`PatternSet::matches`]) needs its `Input`.
     regexes: Vec<Built<meta::Regex>>,
+    /// For each pattern with a wide bounded repetition (`[^.\n]{0,60}`),
+    /// the pattern with those repetitions unbounded (see [`relax`]):
+    /// tried first at each start, and the pattern itself only where it
+    /// matches.
+    relaxed: Vec<Option<Built<Option<meta::Regex>>>>,
     /// Index of its first pattern among all patterns of the set (the others follow).
     first: usize,
     unless: Vec<Built<Regex>>,
@@ -268,6 +273,12 @@ impl PatternRule {
         let mut best: Option<regex_automata::Match> = None;
         let mut try_pattern = |i: usize| {
             let r = self.regexes[i - self.first].get();
+            // The relaxed pattern first, where there is one: it says where
+            // the pattern cannot match, from cheaper states.
+            let relaxed = self.relaxed[i - self.first]
+                .as_ref()
+                .and_then(|x| x.get().as_ref());
+            let may_match = |input: &Input<'_>| relaxed.is_none_or(|x| x.is_match(input.clone()));
             let lead = starts.and_then(|(_, set)| Some((set, set.leads[i].as_ref()?)));
             let m = match (starts, lead) {
                 (Some((starts, set)), _) if bit(&set.prefixed, i) => {
@@ -276,11 +287,13 @@ impl PatternRule {
                         .iter()
                         .take_while(|&&s| s >> 32 == i as u64)
                         .find_map(|&s| {
-                            r.search(
-                                &Input::new(text)
-                                    .range(s as u32 as usize..)
-                                    .anchored(Anchored::Yes),
-                            )
+                            let input = Input::new(text)
+                                .range(s as u32 as usize..)
+                                .anchored(Anchored::Yes);
+                            if !may_match(&input) {
+                                return None;
+                            }
+                            r.search(&input)
                         })
                 }
                 (_, Some((set, lead))) => {
@@ -1349,6 +1362,63 @@ fn meta_regex(p: &str) -> Result<meta::Regex, regex::Error> {
     }
 }
 
+/// A pattern (as [`parse`]d) with its wide bounded repetitions unbounded
+/// (`{0,60}` becomes `*`), if it has any: it matches wherever the pattern
+/// does, and more. Its lazy DFA has a state per repetition where the
+/// pattern's has one per count: an anchored search through a 60-character
+/// window walked sixty cold states of sixty rows, and such searches were a
+/// tenth of a check's time, nearly all of them failing.
+fn relax(hir: &regex_syntax::hir::Hir) -> Option<regex_syntax::hir::Hir> {
+    use regex_syntax::hir::{Capture, Hir, HirKind, Repetition};
+    /// A repetition is wide when it may repeat this many more times than
+    /// it must.
+    const WIDE: u32 = 8;
+    fn go(h: &Hir, changed: &mut bool) -> Hir {
+        match h.kind() {
+            HirKind::Repetition(r) => {
+                let wide = r.max.is_some_and(|m| m - r.min >= WIDE);
+                *changed |= wide;
+                Hir::repetition(Repetition {
+                    min: r.min,
+                    max: if wide { None } else { r.max },
+                    greedy: r.greedy,
+                    sub: Box::new(go(&r.sub, changed)),
+                })
+            }
+            HirKind::Capture(c) => Hir::capture(Capture {
+                index: c.index,
+                name: c.name.clone(),
+                sub: Box::new(go(&c.sub, changed)),
+            }),
+            HirKind::Concat(subs) => Hir::concat(subs.iter().map(|x| go(x, changed)).collect()),
+            HirKind::Alternation(subs) => {
+                Hir::alternation(subs.iter().map(|x| go(x, changed)).collect())
+            }
+            _ => h.clone(),
+        }
+    }
+    let mut changed = false;
+    let out = go(hir, &mut changed);
+    changed.then_some(out)
+}
+
+/// The [`relax`]ed form of pattern `p`, compiled as [`meta_regex`]
+/// compiles the pattern itself; `None` if `p` has no wide repetition or it
+/// does not build (the pattern is then searched without it: never an error,
+/// since the pattern itself builds).
+fn relaxed_regex(p: &str) -> Result<Option<meta::Regex>, regex::Error> {
+    Ok(parse(p).as_ref().and_then(relax).and_then(|h| {
+        meta::Regex::builder()
+            .configure(
+                meta::Config::new()
+                    .nfa_size_limit(Some(1 << 24))
+                    .hybrid_cache_capacity(2 * (1 << 20)),
+            )
+            .build_from_hir(&h)
+            .ok()
+    }))
+}
+
 /// True if every match of a pattern (as [`parse`]d) begins where its
 /// `(?-u:\b)` holds: the pattern begins with `\b` (after other
 /// look-arounds), in each of its alternatives. False when unsure.
@@ -1499,6 +1569,7 @@ impl PatternSet {
                 .map(expand)
                 .collect::<Result<Vec<_>, _>>()?;
             let mut regexes = Vec::new();
+            let mut relaxed = Vec::new();
             let first = patterns;
             // Each top-level alternative is a pattern of its own (see
             // `top_alternatives`).
@@ -1552,6 +1623,14 @@ impl PatternSet {
                 }
                 pattern_rule.push(rules.len() as u32);
                 patterns += 1;
+                if hir.as_ref().and_then(relax).is_some() {
+                    relaxed.push(Some(
+                        Built::new(source, relaxed_regex, &origin)
+                            .map_err(|err| regex_error(p, e, err))?,
+                    ));
+                } else {
+                    relaxed.push(None);
+                }
                 regexes.push(
                     Built::new(source, meta_regex, &origin)
                         .map_err(|err| regex_error(p, e, err))?,
@@ -1584,6 +1663,7 @@ impl PatternSet {
                 tools,
                 names_only: f.names_only,
                 regexes,
+                relaxed,
                 first,
                 unless,
                 unless_in: f.unless_in,
@@ -2195,6 +2275,48 @@ mod tests {
         assert!(
             texts > 10_000 && runs > texts / 2,
             "{texts} texts, {runs} matches"
+        );
+    }
+
+    /// A relaxed pattern matches, anchored, wherever its pattern's match
+    /// begins in every rule's own test cases, and is built only for
+    /// patterns with a wide bounded repetition.
+    #[test]
+    fn relaxed_patterns_match_wherever_theirs_do() {
+        let set = PatternSet::compile(PatternSet::builtin_sources()).expect("rules compile");
+        let (mut relaxed, mut checked) = (0, 0);
+        let counted = Regex::new(r"\{(\d+),(\d+)\}").expect("regex");
+        for r in &set.rules {
+            for (k, x) in r.relaxed.iter().enumerate() {
+                let source = &r.regexes[k].source;
+                let wide = counted.captures_iter(source).any(|c| {
+                    c[2].parse::<u32>().unwrap_or(0) >= c[1].parse::<u32>().unwrap_or(0) + 8
+                });
+                assert_eq!(x.is_some(), wide, "{}: {source}", r.meta.id);
+                let Some(x) = x.as_ref().and_then(|x| x.get().as_ref()) else {
+                    assert!(!wide, "{}: {source} has no relaxed form", r.meta.id);
+                    continue;
+                };
+                relaxed += 1;
+                for t in &r.tests.matches {
+                    let text = normalize(t).text;
+                    if let Some(m) = r.regexes[k].get().find(&text) {
+                        checked += 1;
+                        let at = Input::new(&text).range(m.start()..).anchored(Anchored::Yes);
+                        assert!(x.is_match(at), "{}: {source} on {text}", r.meta.id);
+                    }
+                }
+            }
+        }
+        assert!(
+            relaxed > 100 && checked > 200,
+            "{relaxed} relaxed, {checked} checked"
+        );
+        // What relaxing does.
+        let h = parse(r"\bsend[^.\n]{0,60}\b(?:to|into)\s{0,2}x").expect("parses");
+        assert_eq!(
+            relax(&h).map(|h| h.to_string()),
+            parse(r"\bsend[^.\n]*\b(?:to|into)\s{0,2}x").map(|h| h.to_string())
         );
     }
 
