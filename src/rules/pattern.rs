@@ -1342,17 +1342,23 @@ impl<T> Built<T> {
     }
 }
 
+/// The settings every pattern and [`relax`]ed pattern is compiled with.
+fn meta_builder() -> meta::Builder {
+    let mut b = meta::Regex::builder();
+    b.configure(
+        meta::Config::new()
+            .nfa_size_limit(Some(1 << 24))
+            .hybrid_cache_capacity(2 * (1 << 20)),
+    );
+    b
+}
+
 /// [`regex`], compiled by `regex-automata` with the same settings as the
 /// `regex` crate's builder. A pattern that does not compile reports the
 /// `regex` crate's error (the same parser, a friendlier message).
 fn meta_regex(p: &str) -> Result<meta::Regex, regex::Error> {
-    let compiled = meta::Regex::builder()
+    let compiled = meta_builder()
         .syntax(regex_automata::util::syntax::Config::new().case_insensitive(true))
-        .configure(
-            meta::Config::new()
-                .nfa_size_limit(Some(1 << 24))
-                .hybrid_cache_capacity(2 * (1 << 20)),
-        )
         .build(&ascii_boundaries(p));
     match compiled {
         Ok(r) => Ok(r),
@@ -1362,44 +1368,49 @@ fn meta_regex(p: &str) -> Result<meta::Regex, regex::Error> {
     }
 }
 
-/// A pattern (as [`parse`]d) with its wide bounded repetitions unbounded
-/// (`{0,60}` becomes `*`), if it has any: it matches wherever the pattern
-/// does, and more. Its lazy DFA has a state per repetition where the
-/// pattern's has one per count: an anchored search through a 60-character
-/// window walked sixty cold states of sixty rows, and such searches were a
-/// tenth of a check's time, nearly all of them failing.
-fn relax(hir: &regex_syntax::hir::Hir) -> Option<regex_syntax::hir::Hir> {
-    use regex_syntax::hir::{Capture, Hir, HirKind, Repetition};
-    /// A repetition is wide when it may repeat this many more times than
-    /// it must.
-    const WIDE: u32 = 8;
-    fn go(h: &Hir, changed: &mut bool) -> Hir {
-        match h.kind() {
-            HirKind::Repetition(r) => {
-                let wide = r.max.is_some_and(|m| m - r.min >= WIDE);
-                *changed |= wide;
-                Hir::repetition(Repetition {
-                    min: r.min,
-                    max: if wide { None } else { r.max },
-                    greedy: r.greedy,
-                    sub: Box::new(go(&r.sub, changed)),
-                })
-            }
-            HirKind::Capture(c) => Hir::capture(Capture {
-                index: c.index,
-                name: c.name.clone(),
-                sub: Box::new(go(&c.sub, changed)),
-            }),
-            HirKind::Concat(subs) => Hir::concat(subs.iter().map(|x| go(x, changed)).collect()),
-            HirKind::Alternation(subs) => {
-                Hir::alternation(subs.iter().map(|x| go(x, changed)).collect())
-            }
-            _ => h.clone(),
+/// A repetition is wide when it may repeat this many more times than it
+/// must (see [`relax`]).
+const WIDE: u32 = 8;
+
+/// True if a pattern (as [`parse`]d) has a wide bounded repetition, which
+/// [`relax`] would unbound. A walk without building anything: it runs for
+/// every pattern when the rules are compiled.
+fn has_wide_repetition(h: &regex_syntax::hir::Hir) -> bool {
+    use regex_syntax::hir::HirKind;
+    match h.kind() {
+        HirKind::Repetition(r) => {
+            r.max.is_some_and(|m| m - r.min >= WIDE) || has_wide_repetition(&r.sub)
         }
+        HirKind::Capture(c) => has_wide_repetition(&c.sub),
+        HirKind::Concat(subs) | HirKind::Alternation(subs) => subs.iter().any(has_wide_repetition),
+        _ => false,
     }
-    let mut changed = false;
-    let out = go(hir, &mut changed);
-    changed.then_some(out)
+}
+
+/// A pattern (as [`parse`]d) with its wide bounded repetitions unbounded
+/// (`{0,60}` becomes `*`): it matches wherever the pattern does, and more.
+/// Its lazy DFA has a state per repetition where the pattern's has one per
+/// count: an anchored search through a 60-character window walked sixty
+/// cold states of sixty rows, and such searches were a tenth of a check's
+/// time, nearly all of them failing.
+fn relax(h: &regex_syntax::hir::Hir) -> regex_syntax::hir::Hir {
+    use regex_syntax::hir::{Capture, Hir, HirKind, Repetition};
+    match h.kind() {
+        HirKind::Repetition(r) => Hir::repetition(Repetition {
+            min: r.min,
+            max: r.max.filter(|m| m - r.min < WIDE),
+            greedy: r.greedy,
+            sub: Box::new(relax(&r.sub)),
+        }),
+        HirKind::Capture(c) => Hir::capture(Capture {
+            index: c.index,
+            name: c.name.clone(),
+            sub: Box::new(relax(&c.sub)),
+        }),
+        HirKind::Concat(subs) => Hir::concat(subs.iter().map(relax).collect()),
+        HirKind::Alternation(subs) => Hir::alternation(subs.iter().map(relax).collect()),
+        _ => h.clone(),
+    }
 }
 
 /// The [`relax`]ed form of pattern `p`, compiled as [`meta_regex`]
@@ -1407,16 +1418,9 @@ fn relax(hir: &regex_syntax::hir::Hir) -> Option<regex_syntax::hir::Hir> {
 /// does not build (the pattern is then searched without it: never an error,
 /// since the pattern itself builds).
 fn relaxed_regex(p: &str) -> Result<Option<meta::Regex>, regex::Error> {
-    Ok(parse(p).as_ref().and_then(relax).and_then(|h| {
-        meta::Regex::builder()
-            .configure(
-                meta::Config::new()
-                    .nfa_size_limit(Some(1 << 24))
-                    .hybrid_cache_capacity(2 * (1 << 20)),
-            )
-            .build_from_hir(&h)
-            .ok()
-    }))
+    Ok(parse(p)
+        .filter(has_wide_repetition)
+        .and_then(|h| meta_builder().build_from_hir(&relax(&h)).ok()))
 }
 
 /// True if every match of a pattern (as [`parse`]d) begins where its
@@ -1623,7 +1627,7 @@ impl PatternSet {
                 }
                 pattern_rule.push(rules.len() as u32);
                 patterns += 1;
-                if hir.as_ref().and_then(relax).is_some() {
+                if hir.as_ref().is_some_and(has_wide_repetition) {
                     relaxed.push(Some(
                         Built::new(source, relaxed_regex, &origin)
                             .map_err(|err| regex_error(p, e, err))?,
@@ -2314,8 +2318,9 @@ mod tests {
         );
         // What relaxing does.
         let h = parse(r"\bsend[^.\n]{0,60}\b(?:to|into)\s{0,2}x").expect("parses");
+        assert!(has_wide_repetition(&h));
         assert_eq!(
-            relax(&h).map(|h| h.to_string()),
+            Some(relax(&h).to_string()),
             parse(r"\bsend[^.\n]*\b(?:to|into)\s{0,2}x").map(|h| h.to_string())
         );
     }
